@@ -1,0 +1,429 @@
+"""One walk over a module's syntax tree, asking the rule index at each interesting node.
+
+Name resolution is a light pass of our own, done during the same walk: imports bind local
+names to qualified names (``import torch as th`` binds ``th`` to ``torch``;
+``from torch.cuda.amp import autocast`` binds ``autocast`` to ``torch.cuda.amp.autocast``).
+Function bodies are walked after the code around them (as Python runs them later), so a
+function sees module-level imports written below it. A local definition (``def vmap``, a
+parameter) hides an import of the same name.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from .catalog import Match, Rule
+from .index import RuleIndex
+
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+_ENV_CALLS = {
+    "os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv", "os.unsetenv",
+}
+_SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A position range in ast terms (1-based lines, UTF-8 byte columns) that is not a node."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
+
+    @classmethod
+    def name_to_end(cls, attribute: ast.Attribute, end: ast.AST) -> "Span":
+        """From the attribute's name (the `cuda` of `x.cuda`) to the end of ``end``."""
+        line = attribute.end_lineno or attribute.lineno
+        col = (attribute.end_col_offset or 0) - len(attribute.attr.encode("utf-8"))
+        return cls(line, col, end.end_lineno or line, end.end_col_offset or 0)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A match before it becomes a finding: the node to report and what matched."""
+
+    rule: Rule
+    match: Match
+    node: ast.AST
+    subject: str  # fills {name} in the message
+    call: ast.Call | None = None  # the call the node belongs to, for fixers
+
+
+class Analyzer:
+    def __init__(self, index: RuleIndex, matchers: dict[str, Callable] | None = None) -> None:
+        self.index = index
+        self.matchers = matchers or {}
+        self.hits: list[Hit] = []
+        self._scopes: list[dict[str, str | None]] = [{}]
+        self._deferred: list[tuple[ast.AST, list[dict]]] = []
+        self._compare_operands: set[int] = set()
+        self._guard_depth = 0
+        self.import_bindings: dict[str, str] = {}  # module-level name -> qualified name
+        self._dispatch = {
+            ast.Import: self._visit_import,
+            ast.ImportFrom: self._visit_import_from,
+            ast.Attribute: self._visit_attribute,
+            ast.Name: self._visit_name,
+            ast.Call: self._visit_call,
+            ast.Compare: self._visit_compare,
+            ast.Subscript: self._visit_subscript,
+            ast.Assign: self._visit_assign,
+            ast.AnnAssign: self._visit_assign,
+            ast.Try: self._visit_try,
+            ast.FunctionDef: self._visit_function,
+            ast.AsyncFunctionDef: self._visit_function,
+            ast.Lambda: self._visit_function,
+            ast.ClassDef: self._visit_class,
+        }
+        if hasattr(ast, "TryStar"):
+            self._dispatch[ast.TryStar] = self._visit_try
+        # Python matchers subscribe to node types.
+        self._matcher_subs: dict[type, list[tuple[Rule, Match, Callable]]] = {}
+        for rule, m in index.matchers:
+            for name in m.patterns:
+                fn = self.matchers.get(name)
+                if fn is None:
+                    raise KeyError(f"{rule.file}: matcher {name!r} is not defined in neuron_lint.matchers")
+                for node_type in fn.node_types:
+                    self._matcher_subs.setdefault(node_type, []).append((rule, m, fn))
+
+    # ------------------------------------------------------------------ driving
+    def run(self, tree: ast.Module) -> list[Hit]:
+        self._visit_body(tree)
+        self.import_bindings = {k: v for k, v in self._scopes[0].items() if v}
+        while self._deferred:
+            node, scopes = self._deferred.pop(0)
+            saved = self._scopes
+            self._scopes = scopes + [self._params(node)]
+            if isinstance(node, ast.Lambda):
+                self.visit(node.body)
+            else:
+                for stmt in node.body:
+                    self.visit(stmt)
+            self._scopes = saved
+        return self.hits
+
+    def visit(self, node: ast.AST) -> None:
+        subs = self._matcher_subs.get(type(node)) if self._matcher_subs else None
+        if subs:
+            for rule, m, fn in subs:
+                for hit_node, subject in fn(self, node):
+                    self._hit(rule, m, hit_node, subject)
+        handler = self._dispatch.get(type(node))
+        if handler is not None:
+            handler(node)
+        else:
+            for child in ast.iter_child_nodes(node):
+                self.visit(child)
+
+    def _visit_body(self, node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            self.visit(child)
+
+    # ------------------------------------------------------------------ names
+    def lookup(self, name: str) -> str | None:
+        for scope in reversed(self._scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """The qualified name an expression refers to, through the file's imports."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.lookup(node.id)
+        if base is None:
+            return None
+        if parts:
+            parts.reverse()
+            return base + "." + ".".join(parts)
+        return base
+
+    def _bind(self, name: str, qual: str | None) -> None:
+        self._scopes[-1][name] = qual
+
+    @staticmethod
+    def _params(node: ast.AST) -> dict[str, str | None]:
+        a = node.args  # type: ignore[attr-defined]
+        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        if a.vararg:
+            names.append(a.vararg.arg)
+        if a.kwarg:
+            names.append(a.kwarg.arg)
+        return dict.fromkeys(names)
+
+    # ------------------------------------------------------------------ hits
+    def _hit(self, rule: Rule, match: Match, node: ast.AST, subject: str, call: ast.Call | None = None) -> None:
+        self.hits.append(Hit(rule, match, node, subject, call))
+
+    # ------------------------------------------------------------------ imports
+    def _visit_import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self._bind(alias.asname, alias.name)
+            else:
+                top = alias.name.split(".", 1)[0]
+                self._bind(top, top)
+            self._check_import(alias.name, alias)
+
+    def _visit_import_from(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            for alias in node.names:  # relative import: a local module, never a known API
+                if alias.name != "*":
+                    self._bind(alias.asname or alias.name, None)
+            return
+        reported = self._check_import(node.module, node)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            qual = f"{node.module}.{alias.name}"
+            self._bind(alias.asname or alias.name, qual)
+            if not reported:
+                self._check_import(qual, alias)
+
+    def _check_import(self, module: str, node: ast.AST) -> bool:
+        if not self.index.imports:
+            return False
+        hits = self.index.imports.lookup(module)
+        found = False
+        for rule, m in hits:
+            if self._guard_depth and not m.guarded:
+                continue
+            self._hit(rule, m, node, module)
+            found = True
+        return found
+
+    def _visit_try(self, node: ast.AST) -> None:
+        guards = any(self._catches_import_error(h.type) for h in node.handlers)  # type: ignore[attr-defined]
+        if guards:
+            self._guard_depth += 1
+        for stmt in node.body:  # type: ignore[attr-defined]
+            self.visit(stmt)
+        if guards:
+            self._guard_depth -= 1
+        for part in (node.handlers, node.orelse, node.finalbody):  # type: ignore[attr-defined]
+            for stmt in part:
+                self.visit(stmt)
+
+    @staticmethod
+    def _catches_import_error(expr: ast.AST | None) -> bool:
+        if expr is None:
+            return True
+        items = expr.elts if isinstance(expr, ast.Tuple) else [expr]
+        return any(isinstance(e, ast.Name) and e.id in _IMPORT_ERRORS for e in items)
+
+    # ------------------------------------------------------------------ scopes
+    def _visit_function(self, node: ast.AST) -> None:
+        for deco in getattr(node, "decorator_list", ()):
+            self.visit(deco)
+        args = node.args  # type: ignore[attr-defined]
+        for default in (*args.defaults, *args.kw_defaults):
+            if default is not None:
+                self.visit(default)
+        if not isinstance(node, ast.Lambda):
+            for p in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                if p is not None and p.annotation is not None:
+                    self.visit(p.annotation)
+            if node.returns is not None:  # type: ignore[attr-defined]
+                self.visit(node.returns)  # type: ignore[attr-defined]
+            self._bind(node.name, None)  # type: ignore[attr-defined]
+            if self.index.assigns:
+                self._check_param_defaults(args)
+        # Class scopes are not visible from inside a method.
+        chain = [s for s in self._scopes if not s.get("<class>", False)]
+        self._deferred.append((node, chain))
+
+    def _visit_class(self, node: ast.ClassDef) -> None:
+        for part in (node.decorator_list, node.bases, node.keywords):
+            for child in part:
+                self.visit(child)
+        self._scopes.append({"<class>": True})  # type: ignore[dict-item]
+        for stmt in node.body:
+            self.visit(stmt)
+        self._scopes.pop()
+        self._bind(node.name, None)
+
+    # ------------------------------------------------------------------ references
+    def _visit_name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load) or not self.index.names:
+            return
+        qual = self.lookup(node.id)
+        if qual is not None:
+            self._check_names(qual, node)
+
+    def _visit_attribute(self, node: ast.Attribute) -> None:
+        # `node` is the outermost attribute of a chain (a.b.c); inner links are handled here.
+        qual = self.qualname(node)
+        if qual is not None:
+            if self.index.names:
+                self._check_names(qual, node)
+            return  # the chain is made of names only: nothing else to visit
+        if self.index.attributes:
+            link = node
+            while isinstance(link, ast.Attribute):
+                if self.qualname(link.value) is None:
+                    for rule, m in self.index.attributes.lookup(link.attr):
+                        self._hit(rule, m, Span.name_to_end(link, link), f".{link.attr}")
+                link = link.value
+        base: ast.AST = node
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        self.visit(base)
+
+    def _check_names(self, qual: str, node: ast.AST) -> None:
+        if id(node) in self._compare_operands:
+            return  # `x.dtype == torch.float64` inspects a value; it creates nothing
+        for rule, m in self.index.names.lookup(qual):
+            self._hit(rule, m, node, qual)
+
+    def _visit_compare(self, node: ast.Compare) -> None:
+        for operand in (node.left, *node.comparators):
+            self._compare_operands.add(id(operand))
+            if isinstance(operand, (ast.Tuple, ast.List, ast.Set)):
+                self._compare_operands.update(id(e) for e in operand.elts)
+        if self.index.env and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            left = node.left
+            right = node.comparators[0]
+            if isinstance(left, ast.Constant) and isinstance(left.value, str) and self.qualname(right) == "os.environ":
+                self._check_env(left)
+        self._visit_body(node)
+
+    # ------------------------------------------------------------------ calls
+    def _visit_call(self, node: ast.Call) -> None:
+        func = node.func
+        index = self.index
+        if index.calls or index.methods or index.env:
+            qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+            is_method = qual is None and isinstance(func, ast.Attribute)
+            if index.methods and is_method:
+                hits = index.methods.lookup(func.attr)  # type: ignore[union-attr]
+                if hits:
+                    span = Span.name_to_end(func, node)  # `cuda(...)` in `x.cuda(...)`
+                    for rule, m in hits:
+                        self._hit(rule, m, span, f".{func.attr}()", node)  # type: ignore[union-attr]
+            if index.calls:
+                # A call is known by its qualified name and, for `x.f(...)`, by ".f" whatever `x` is.
+                keys = [qual] if qual is not None else []
+                if isinstance(func, ast.Attribute):
+                    keys.append("." + func.attr)
+                elif qual is None:  # a call of something we cannot name: only "*" patterns apply
+                    keys.append("?" + (func.id if isinstance(func, ast.Name) else ""))
+                done: set[int] = set()
+                for key in keys:
+                    for rule, m in index.calls.lookup(key):
+                        if id(m) not in done:
+                            done.add(id(m))
+                            self._check_call(rule, m, node, key.lstrip(".?") or "call")
+            if index.env and qual in _ENV_CALLS and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    self._check_env(arg)
+        self._visit_body(node)
+
+    def _check_call(self, rule: Rule, m: Match, call: ast.Call, callee: str) -> None:
+        if m.arg is None:
+            self._hit(rule, m, call.func, callee.lstrip("."), call)
+            return
+        value = argument(call, m.arg.position, m.arg.keyword)
+        if value is None:
+            return
+        if not (m.values or m.value_names):
+            self._hit(rule, m, value, m.arg.keyword or callee.lstrip("."), call)
+            return
+        found = self.match_value(value, m)
+        if found is not None:
+            node, subject = found
+            self._hit(rule, m, node, subject, call)
+
+    def match_value(self, value: ast.AST, m: Match) -> tuple[ast.AST, str] | None:
+        """Does an expression equal one of the match's values? Looks into both arms of `a if c else b`."""
+        if isinstance(value, ast.IfExp):
+            return self.match_value(value.body, m) or self.match_value(value.orelse, m)
+        if isinstance(value, ast.Constant):
+            v = value.value
+            for want in m.values:
+                if isinstance(want, str):
+                    if isinstance(v, str) and fnmatch.fnmatchcase(v, want):
+                        return value, v
+                elif type(v) is type(want) and v == want:
+                    return value, repr(v)
+            return None
+        if isinstance(value, ast.JoinedStr) and any(isinstance(w, str) for w in m.values):
+            text = "".join(
+                part.value if isinstance(part, ast.Constant) else "\x00" for part in value.values
+            )
+            for want in m.values:
+                if isinstance(want, str) and fnmatch.fnmatchcase(text, want):
+                    return value, text.replace("\x00", "{…}")
+            return None
+        if m.value_names and isinstance(value, (ast.Name, ast.Attribute)):
+            qual = self.qualname(value)
+            if qual is not None and any(fnmatch.fnmatchcase(qual, p) for p in m.value_names):
+                return value, qual
+        return None
+
+    # ------------------------------------------------------------------ environment
+    def _visit_subscript(self, node: ast.Subscript) -> None:
+        if self.index.env:
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and self.qualname(node.value) == "os.environ":
+                self._check_env(key)
+        self._visit_body(node)
+
+    def _check_env(self, key: ast.Constant) -> None:
+        for rule, m in self.index.env.lookup(key.value):
+            self._hit(rule, m, key, key.value)
+
+    # ------------------------------------------------------------------ assignments
+    def _visit_assign(self, node: ast.AST) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+        value = node.value  # type: ignore[attr-defined]
+        if value is not None:
+            if self.index.assigns:
+                for target in targets:
+                    name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", None)
+                    if name:
+                        self._check_assign(name, value)
+            # `F = torch.nn.functional`: follow simple aliases of known names.
+            if isinstance(value, (ast.Name, ast.Attribute)) and len(targets) == 1 and isinstance(targets[0], ast.Name):
+                qual = self.qualname(value)
+                if qual is not None:
+                    self._bind(targets[0].id, qual)
+        self._visit_body(node)
+
+    def _check_assign(self, name: str, value: ast.AST) -> None:
+        for rule, m in self.index.assigns.lookup(name):
+            found = self.match_value(value, m)
+            if found is not None:
+                self._hit(rule, m, found[0], found[1])
+
+    def _check_param_defaults(self, args: ast.arguments) -> None:
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        pairs += [(p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        for param, default in pairs:
+            self._check_assign(param.arg, default)
+
+
+def argument(call: ast.Call, position: int | None, keyword: str | None) -> ast.AST | None:
+    """The expression passed for a parameter, by keyword or by position (not through *args)."""
+    if keyword is not None:
+        for kw in call.keywords:
+            if kw.arg == keyword:
+                return kw.value
+    if position is not None and position < len(call.args):
+        if not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+            return call.args[position]
+    return None
+
+
+def iter_hits(index: RuleIndex, tree: ast.Module, matchers: dict[str, Callable] | None = None) -> Iterable[Hit]:
+    return Analyzer(index, matchers).run(tree)

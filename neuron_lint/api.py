@@ -1,0 +1,185 @@
+"""The library API: check source text or paths and get findings back.
+
+The CLI is a thin layer over these functions, and the tests call them directly.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import os
+import warnings
+from pathlib import Path
+from typing import Iterable
+
+from .analyzer import Analyzer, Hit
+from .catalog import Catalog, load_catalog
+from .discovery import Missing, iter_python_files
+from .errors import ParseError
+from .fixes import FixContext, fix_for
+from .index import build_index
+from .matchers import MATCHERS
+from .model import CheckResult, FileError, Finding
+from .positions import LineIndex
+from .prefilter import may_match
+from .settings import Settings
+from .source import SourceError, decode
+
+__all__ = ["Settings", "check_source", "check_file", "check_paths", "analyze_source"]
+
+
+def parse(text: str, path: str = "<string>") -> ast.Module:
+    """Parse Python source, turning every parser failure into a :class:`ParseError`."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
+            return ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        msg = exc.msg or "invalid syntax"
+        raise ParseError(f"syntax error: {msg}", exc.lineno, exc.offset) from None
+    except (RecursionError, MemoryError):
+        raise ParseError("too deeply nested to parse") from None
+    except ValueError as exc:  # e.g. source with NUL bytes
+        raise ParseError(f"cannot be parsed: {exc}") from None
+
+
+def _ignored_by_path(path: str, settings: Settings) -> tuple[str, ...]:
+    if not settings.per_file_ignores:
+        return ()
+    posix = Path(path).as_posix()
+    codes: list[str] = []
+    for pattern, ignore in settings.per_file_ignores:
+        if fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(posix, f"*/{pattern}") or fnmatch.fnmatchcase(Path(path).name, pattern):
+            codes.extend(ignore)
+    return tuple(codes)
+
+
+def analyze_source(
+    text: str,
+    path: str = "<string>",
+    settings: Settings | None = None,
+    catalog: Catalog | None = None,
+) -> tuple[list[Finding], bool]:
+    """Findings for one module's text, and whether its tree was walked (False: prefiltered out).
+
+    Raises :class:`ParseError` when the text is not valid Python.
+    """
+    settings = settings or Settings()
+    catalog = catalog or load_catalog()
+    codes = settings.enabled_codes(catalog)
+    file_ignores = _ignored_by_path(path, settings)
+    if file_ignores:
+        codes = frozenset(c for c in codes if not any(c.startswith(p.upper()) for p in file_ignores))
+    index = build_index(catalog, codes)
+    # Always parse (ast is cheap), so a syntax error is reported in every file; walk the tree
+    # only when the file contains a word some enabled rule needs.
+    tree = parse(text, path)
+    if not index.rules or (settings.prefilter and not may_match(text, index)):
+        return [], False
+    analyzer = Analyzer(index, MATCHERS)
+    try:
+        hits = analyzer.run(tree)
+    except RecursionError:
+        raise ParseError("too deeply nested to analyze") from None
+    lines = LineIndex(text)
+    ctx = None
+    findings: list[Finding] = []
+    seen: set[tuple] = set()
+    for hit in hits:
+        span = lines.node_span(hit.node)
+        key = (hit.rule.code, span)
+        if key in seen:
+            continue
+        seen.add(key)
+        fix = None
+        if hit.rule.fix is not None:
+            if ctx is None:
+                ctx = FixContext(text, tree, lines, settings, analyzer.import_bindings)
+            fix = fix_for(ctx, hit)
+        findings.append(_finding(hit, span, path, fix, ctx))
+    findings.sort(key=lambda f: f.sort_key)
+    return findings, True
+
+
+def _finding(hit: Hit, span, path: str, fix, ctx) -> Finding:
+    rule, m = hit.rule, hit.match
+    message = (m.message or rule.message).replace("{name}", hit.subject)
+    suggestion = (m.suggestion or rule.suggestion).replace("{name}", hit.subject)
+    note = ctx.notes.get(id(hit), "") if ctx is not None else ""
+    return Finding(
+        path=path, line=span[0], col=span[1], end_line=span[2], end_col=span[3],
+        code=rule.code, name=rule.name, category=rule.category,
+        message=message, suggestion=suggestion, url=rule.url, fix=fix, fix_note=note,
+    )
+
+
+def check_source(
+    text: str,
+    path: str = "<string>",
+    settings: Settings | None = None,
+    catalog: Catalog | None = None,
+) -> list[Finding]:
+    """Findings for one module's text. Raises :class:`ParseError` on invalid Python."""
+    return analyze_source(text, path, settings, catalog)[0]
+
+
+def display_path(path: Path | str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def check_file(path: Path | str, settings: Settings | None = None, catalog: Catalog | None = None) -> CheckResult:
+    """Check one file. Problems reading or parsing it become a :class:`FileError`, never an exception."""
+    settings = settings or Settings()
+    shown = display_path(path)
+    result = CheckResult()
+    try:
+        size = os.path.getsize(path)
+        if size > settings.max_file_bytes:
+            result.errors.append(FileError(shown, f"skipped: {size / 1e6:.1f} MB is over the {settings.max_file_bytes / 1e6:.0f} MB limit"))
+            return result
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        result.errors.append(FileError(shown, "vanished before it could be read"))
+        return result
+    except IsADirectoryError:
+        result.errors.append(FileError(shown, "is a directory"))
+        return result
+    except OSError as exc:
+        result.errors.append(FileError(shown, f"cannot be read: {exc.strerror or exc}"))
+        return result
+    try:
+        source = decode(data)
+        findings, parsed = analyze_source(source.text, shown, settings, catalog)
+    except SourceError as exc:
+        result.errors.append(FileError(shown, str(exc)))
+        return result
+    except ParseError as exc:
+        result.errors.append(FileError(shown, str(exc), exc.line, exc.col))
+        return result
+    result.findings.extend(findings)
+    result.files_checked = 1
+    result.files_skipped = 0 if parsed else 1
+    return result
+
+
+def iter_files(paths: Iterable[str], settings: Settings) -> Iterable[Path | Missing]:
+    return iter_python_files(list(paths), settings)
+
+
+def check_paths(paths: Iterable[str] = (".",), settings: Settings | None = None, catalog: Catalog | None = None) -> CheckResult:
+    """Check every Python file under ``paths``; unreadable files are reported, not raised."""
+    settings = settings or Settings()
+    catalog = catalog or load_catalog()
+    total = CheckResult()
+    for item in iter_files(paths, settings):
+        if isinstance(item, Missing):
+            total.errors.append(FileError(item.path, item.reason))
+            continue
+        total.extend(check_file(item, settings, catalog))
+    total.findings.sort(key=lambda f: f.sort_key)
+    return total

@@ -1,0 +1,155 @@
+"""The ``neuron-lint`` command line: parse arguments, call the library, render, set the exit code.
+
+Exit codes: 0 no findings, 1 findings, 2 usage or configuration error, or a file that could not
+be read or parsed (the other files are still checked and reported).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional
+
+import typer
+
+from . import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+app = typer.Typer(
+    name="neuron-lint",
+    help="Find and rewrite CUDA-specific PyTorch code for AWS Trainium (TorchNeuron).",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"neuron-lint {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Find and rewrite CUDA-specific PyTorch code for AWS Trainium (TorchNeuron)."""
+
+
+def _split_codes(values: Optional[List[str]]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values or ():
+        out.extend(c.strip().upper() for c in v.split(",") if c.strip())
+    return tuple(out)
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> "typer.Exit":
+    typer.echo(f"neuron-lint: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _check_codes(codes: tuple[str, ...], option: str) -> None:
+    from .catalog import load_catalog
+
+    known = load_catalog().codes
+    for c in codes:
+        if not any(k.startswith(c) for k in known):
+            raise fail(f"{option}: unknown rule code or prefix {c!r} (see `neuron-lint rules`)")
+
+
+def report_errors(result, verbose: bool = False) -> None:
+    for err in result.errors:
+        where = err.path if err.line is None else f"{err.path}:{err.line}:{err.col or 1}"
+        typer.echo(f"error: {where}: {err.reason}", err=True)
+
+
+@app.command()
+def check(
+    paths: Optional[List[str]] = typer.Argument(None, help="Files or directories to check (default: the current directory)."),
+    output_format: str = typer.Option("full", "--output-format", help="full, concise."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rule codes or prefixes (comma-separated)."),
+    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these codes or prefixes."),
+    show_source: bool = typer.Option(True, "--show-source/--no-show-source", help="Show the source line of each finding."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
+) -> None:
+    """Check Python files for code that breaks or behaves differently on Trainium."""
+    try:
+        from .api import check_paths
+        from .render import RenderOptions, get_renderer
+        from .settings import Settings
+
+        sel, ext, ign = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
+        for codes, opt in ((sel, "--select"), (ext, "--extend-select"), (ign, "--ignore")):
+            _check_codes(codes, opt)
+        try:
+            renderer = get_renderer(output_format)
+        except ValueError as exc:
+            raise fail(str(exc))
+        settings = Settings(select=sel, extend_select=ext, ignore=ign, output_format=output_format)
+        result = check_paths(paths or ["."], settings)
+        report_errors(result, verbose)
+        renderer(result, sys.stdout, RenderOptions(show_source=show_source, quiet=quiet))
+        sys.stdout.flush()
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        raise fail("interrupted", 130)
+    except Exception as exc:  # never a traceback unless asked for
+        if verbose:
+            raise
+        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
+    if result.errors:
+        raise typer.Exit(EXIT_ERROR)
+    raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)
+
+
+@app.command("rules")
+def rules_cmd(
+    output_format: str = typer.Option("table", "--output-format", help="table or json."),
+) -> None:
+    """List every rule: code, name, category, confidence and whether it has a fix."""
+    from .catalog import CatalogError, load_catalog
+
+    try:
+        catalog = load_catalog()
+    except CatalogError as exc:
+        raise fail(f"rule catalog: {exc}")
+    if output_format == "json":
+        import json
+
+        typer.echo(json.dumps([
+            {"code": r.code, "name": r.name, "category": r.category, "confidence": r.confidence,
+             "effort": r.effort, "fix": r.fix.safety if r.fix else None, "message": r.message, "url": r.url}
+            for r in catalog.rules
+        ], indent=2))
+        return
+    if output_format != "table":
+        raise fail(f"unknown output format {output_format!r} (choose table or json)")
+    from .render.rules import print_rules_table
+
+    print_rules_table(catalog)
+
+
+@app.command("rule")
+def rule_cmd(code: str = typer.Argument(..., help="A rule code such as NRN101, or its name.")) -> None:
+    """Explain one rule: what it flags, why it matters on Trainium, and what to write instead."""
+    from .catalog import load_catalog
+    from .render.rules import print_rule
+
+    catalog = load_catalog()
+    rule = catalog.get(code) or next((r for r in catalog.rules if r.name == code.lower()), None)
+    if rule is None:
+        raise fail(f"unknown rule {code!r} (see `neuron-lint rules`)")
+    print_rule(rule)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    if os.environ.get("NO_COLOR") == "":
+        os.environ.pop("NO_COLOR")  # an empty NO_COLOR does not disable colour (no-color.org)
+    app()

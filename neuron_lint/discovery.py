@@ -1,0 +1,173 @@
+"""Find the Python files to check under the paths a user names.
+
+Directories are walked recursively (in sorted order, so runs are reproducible), honouring
+``.gitignore`` files and skipping version-control folders, virtual environments and build
+output. A file named explicitly is always checked. Symbolic links are not followed unless
+asked, so a scan never leaves the tree it was given or loops.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .settings import Settings
+
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", "__pycache__", "node_modules", "site-packages", "build", "dist",
+    ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".neuron_lint_cache", ".eggs",
+})
+PY_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(frozen=True)
+class Missing:
+    path: str
+    reason: str
+
+
+class _Ignore:
+    """The .gitignore rules in force in one directory (stacked from the repository root)."""
+
+    def __init__(self, base: Path, spec, parent: "_Ignore | None") -> None:
+        self.base, self.spec, self.parent = base, spec, parent
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        node: _Ignore | None = self
+        while node is not None:
+            if node.spec is not None:
+                try:
+                    rel = path.relative_to(node.base).as_posix()
+                except ValueError:
+                    rel = None
+                if rel is not None:
+                    if is_dir:
+                        rel += "/"
+                    result = node.spec.check_file(rel)
+                    if result.include is not None:  # a pattern (or a negation) decided
+                        return bool(result.include)
+            node = node.parent
+        return False
+
+
+def _read_gitignore(directory: Path, parent: _Ignore | None, names=(".gitignore",)) -> _Ignore | None:
+    lines: list[str] = []
+    for name in names:
+        try:
+            lines += (directory / name).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+    if not lines:
+        return parent
+    import pathspec
+
+    try:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    except Exception:  # a malformed pattern must not stop the scan
+        return parent
+    return _Ignore(directory, spec, parent)
+
+
+def _repo_root(start: Path) -> Path | None:
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def _ancestor_ignores(directory: Path) -> _Ignore | None:
+    """The .gitignore files between the repository root and ``directory`` (exclusive)."""
+    root = _repo_root(directory)
+    if root is None:
+        return None
+    chain: _Ignore | None = None
+    exclude = root / ".git" / "info" / "exclude"
+    if exclude.is_file():
+        chain = _read_gitignore(root / ".git" / "info", None, ("exclude",))
+        if chain is not None:
+            chain.base = root
+    rel_parts = directory.relative_to(root).parts
+    for i in range(len(rel_parts)):  # root .. parent of `directory`; the walk reads its own
+        chain = _read_gitignore(root.joinpath(*rel_parts[:i]), chain)
+    return chain
+
+
+def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
+    if not patterns:
+        return False
+    posix = path.as_posix()
+    name = path.name
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(posix, p) or fnmatch.fnmatchcase(posix, f"*/{p}") for p in patterns)
+
+
+def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | Missing]:
+    """Yield files to check (and ``Missing`` for named paths that do not exist), without repeats."""
+    seen: set[str] = set()
+    excludes = settings.exclude + settings.extend_exclude
+    for raw in paths:
+        path = Path(raw)
+        if not os.path.lexists(path):
+            yield Missing(raw, "no such file or directory")
+            continue
+        if path.is_dir():
+            start = path.resolve() if not path.is_symlink() else path.absolute()
+            ignores = _ancestor_ignores(start) if settings.respect_gitignore else None
+            for file in _walk(path, ignores, settings, excludes):
+                key = os.path.normpath(os.path.abspath(file))
+                if key not in seen:
+                    seen.add(key)
+                    yield file
+        else:
+            key = os.path.normpath(os.path.abspath(path))
+            if key not in seen:
+                seen.add(key)
+                yield path
+
+
+def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: tuple[str, ...]) -> Iterator[Path]:
+    stack: list[tuple[Path, _Ignore | None]] = [(top, ignores)]
+    visited: set[tuple[int, int]] = set()
+    while stack:
+        directory, inherited = stack.pop()
+        try:
+            st = directory.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in visited:
+            continue  # a symlink loop when following links
+        visited.add((st.st_dev, st.st_ino))
+        if (directory / "pyvenv.cfg").exists() and directory != top:
+            continue
+        here = _read_gitignore(directory.absolute(), inherited) if settings.respect_gitignore else None
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue  # unreadable directory: reported by nothing, as git does
+        subdirs: list[Path] = []
+        for entry in entries:
+            child = Path(entry.path)
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=settings.follow_symlinks)
+                is_file = not is_dir and entry.is_file(follow_symlinks=settings.follow_symlinks)
+            except OSError:
+                continue
+            if is_link and not settings.follow_symlinks:
+                continue
+            if is_dir:
+                if entry.name in SKIP_DIRS or _excluded(child, excludes):
+                    continue
+                if here is not None and here.ignored(child.absolute(), True):
+                    continue
+                subdirs.append(child)
+            elif is_file and entry.name.endswith(PY_SUFFIXES):
+                if _excluded(child, excludes):
+                    continue
+                if here is not None and here.ignored(child.absolute(), False):
+                    continue
+                yield child
+        stack.extend((d, here) for d in reversed(subdirs))

@@ -1,0 +1,38 @@
+"""Output formats. Each renderer writes a :class:`~neuron_lint.model.CheckResult` to a stream.
+
+A renderer is a function ``render(result, out, options)``; ``out`` is a text stream and
+``options`` a :class:`RenderOptions`. Register new formats in ``FORMATS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, TextIO
+
+from ..model import CheckResult
+
+#: format name -> "module:function" (imported only when used, to keep start-up fast)
+FORMATS: dict[str, str] = {
+    "full": "neuron_lint.render.full:render",
+    "concise": "neuron_lint.render.concise:render",
+}
+
+
+@dataclass
+class RenderOptions:
+    show_source: bool = True
+    color: bool | None = None  # None: decide from the stream (a terminal, and NO_COLOR unset)
+    show_fixes: bool = True
+    unsafe_fixes: bool = False
+    quiet: bool = False
+    statistics: bool = False
+
+
+def get_renderer(name: str) -> Callable[[CheckResult, TextIO, RenderOptions], None]:
+    try:
+        target = FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown output format {name!r} (choose from {', '.join(FORMATS)})") from None
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)

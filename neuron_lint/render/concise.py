@@ -1,0 +1,18 @@
+"""``path:line:col: CODE message``, one line per finding; summary on the last lines."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from ..model import CheckResult
+from . import RenderOptions
+from .summary import summary_lines
+
+
+def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
+    for f in result.findings:
+        marker = " [*]" if f.fix and (f.fix.applicability == "safe" or options.unsafe_fixes) else ""
+        out.write(f"{f.path}:{f.line}:{f.col}: {f.code}{marker} {f.message}\n")
+    if not options.quiet:
+        for line in summary_lines(result, options.unsafe_fixes):
+            out.write(line + "\n")

@@ -1,0 +1,52 @@
+"""Settings that shape a run: which rules, which files, how fixes are written.
+
+The CLI and configuration files fill a :class:`Settings`; the engine only reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .catalog import Catalog
+
+#: Rules that only run when selected explicitly (like ruff's RUF100).
+OPT_IN_PREFIXES = ("NRN9",)
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ()  # codes or prefixes; empty means every default rule
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (glob, codes)
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    follow_symlinks: bool = False
+    output_format: str = "full"
+    # fix options
+    device: str = "accelerator"  # "accelerator" | "neuron"
+    min_torch: str = "2.6"
+    unsafe_fixes: bool = False
+    # engine
+    prefilter: bool = True
+    max_file_bytes: int = 20 * 1024 * 1024
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def enabled_codes(self, catalog: Catalog) -> frozenset[str]:
+        def hits(code: str, prefixes) -> bool:
+            return any(code.startswith(p.upper()) for p in prefixes)
+
+        codes = set()
+        for code in catalog.codes:
+            if self.select:
+                chosen = hits(code, self.select)
+            else:
+                chosen = not hits(code, OPT_IN_PREFIXES)
+            if hits(code, self.extend_select):
+                chosen = True
+            if hits(code, self.ignore):
+                chosen = False
+            if chosen:
+                codes.add(code)
+        return frozenset(codes)

@@ -1,0 +1,69 @@
+"""Read Python source files the way Python itself does: BOM, coding cookie, line endings."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+_COOKIE_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+class SourceError(Exception):
+    """The file cannot be decoded; the message says why."""
+
+
+@dataclass(frozen=True)
+class Source:
+    text: str  # decoded, with the original line endings
+    encoding: str  # the codec to write it back with
+    bom: bool
+    newline: str  # the dominant line ending ("\n", "\r\n" or "\r")
+
+
+def detect_encoding(data: bytes) -> tuple[str, bool]:
+    """PEP 263: a UTF-8 BOM, else a coding cookie on line 1 or 2, else UTF-8."""
+    if data.startswith(codecs.BOM_UTF8):
+        return "utf-8", True
+    lines = data.split(b"\n", 2)[:2]
+    for i, line in enumerate(lines):
+        m = _COOKIE_RE.match(line)
+        if m:
+            name = m.group(1).decode("ascii", "replace")
+            try:
+                return codecs.lookup(name).name, False
+            except LookupError:
+                raise SourceError(f"unknown encoding {name!r} in coding cookie") from None
+        if i == 0 and line.strip() and not line.lstrip().startswith(b"#"):
+            break  # the cookie may only be on line 2 if line 1 is a comment or blank
+    return "utf-8", False
+
+
+def dominant_newline(text: str) -> str:
+    crlf = text.count("\r\n")
+    cr = text.count("\r") - crlf
+    lf = text.count("\n") - crlf
+    if crlf > lf and crlf >= cr:
+        return "\r\n"
+    if cr > lf and cr > crlf:
+        return "\r"
+    return "\n"
+
+
+def decode(data: bytes) -> Source:
+    if b"\x00" in data:
+        raise SourceError("contains a NUL byte (binary file?)")
+    encoding, bom = detect_encoding(data)
+    body = data[len(codecs.BOM_UTF8):] if bom else data
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"cannot be decoded as {encoding} (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    return Source(text, encoding, bom, dominant_newline(text))
+
+
+def encode(source: Source, text: str) -> bytes:
+    data = text.encode(source.encoding)
+    return codecs.BOM_UTF8 + data if source.bom else data

@@ -1,0 +1,32 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    from neuron_lint.catalog import load_catalog
+
+    return load_catalog()
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m neuron_lint`` as a user would, without colour unless asked."""
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    full_env.pop("FORCE_COLOR", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "neuron_lint", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, input=input, timeout=300,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,46 @@
+"""Every rule's own examples are tests: each `bad` snippet produces the rule, no `good` one does.
+
+The docs (`neuron-lint rule CODE`) show the same snippets, so the docs and the tests are one thing.
+"""
+
+import pytest
+
+from neuron_lint.api import check_source
+from neuron_lint.catalog import load_catalog
+from neuron_lint.settings import Settings
+
+CATALOG = load_catalog()
+ALL = Settings(extend_select=("NRN",))
+
+
+def _cases(kind):
+    for rule in CATALOG.rules:
+        for i, snippet in enumerate(getattr(rule, kind)):
+            yield pytest.param(rule, snippet, id=f"{rule.code}-{kind}-{i}")
+
+
+@pytest.mark.parametrize("rule,snippet", list(_cases("bad")))
+def test_bad_example_is_flagged(rule, snippet):
+    codes = [f.code for f in check_source(snippet, "example.py", ALL)]
+    assert rule.code in codes, f"{rule.file}: bad example not flagged:\n{snippet}"
+
+
+@pytest.mark.parametrize("rule,snippet", list(_cases("good")))
+def test_good_example_is_not_flagged(rule, snippet):
+    findings = [f for f in check_source(snippet, "example.py", ALL) if f.code == rule.code]
+    assert not findings, f"{rule.file}: good example flagged: {findings[0].message}\n{snippet}"
+
+
+@pytest.mark.parametrize("rule,snippet", list(_cases("bad")))
+def test_prefilter_keeps_every_bad_example(rule, snippet):
+    """The text prefilter must never hide a real finding."""
+    from neuron_lint.index import build_index
+    from neuron_lint.prefilter import may_match
+
+    index = build_index(CATALOG, frozenset({rule.code}))
+    assert may_match(snippet, index)
+
+
+def test_every_family_has_rules():
+    families = {r.family for r in CATALOG.rules}
+    assert {"1", "2", "3"} <= families
