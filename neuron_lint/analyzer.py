@@ -23,6 +23,9 @@ _ENV_CALLS = {
     "os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv", "os.unsetenv",
 }
 _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# Marks a name bound by assignment (`F = torch.func`). Such a name resolves only as the base of an
+# attribute chain (`F.grad`); used bare it is a value already reported where it was assigned.
+_ALIAS = "\x01"
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class Analyzer:
     # ------------------------------------------------------------------ driving
     def run(self, tree: ast.Module) -> list[Hit]:
         self._visit_body(tree)
-        self.import_bindings = {k: v for k, v in self._scopes[0].items() if v}
+        self.import_bindings = {k: v for k, v in self._scopes[0].items() if v and v[0] != _ALIAS}
         while self._deferred:
             node, scopes = self._deferred.pop(0)
             saved = self._scopes
@@ -142,6 +145,10 @@ class Analyzer:
         base = self.lookup(node.id)
         if base is None:
             return None
+        if base[0] == _ALIAS:
+            if not parts:
+                return None  # `dtype = torch.float64; f(dtype)`: the assignment was the finding
+            base = base[1:]
         if parts:
             parts.reverse()
             return base + "." + ".".join(parts)
@@ -256,7 +263,7 @@ class Analyzer:
         if not isinstance(node.ctx, ast.Load) or not self.index.names:
             return
         qual = self.lookup(node.id)
-        if qual is not None:
+        if qual is not None and qual[0] != _ALIAS:
             self._check_names(qual, node)
 
     def _visit_attribute(self, node: ast.Attribute) -> None:
@@ -396,7 +403,7 @@ class Analyzer:
             if isinstance(value, (ast.Name, ast.Attribute)) and len(targets) == 1 and isinstance(targets[0], ast.Name):
                 qual = self.qualname(value)
                 if qual is not None:
-                    self._bind(targets[0].id, qual)
+                    self._bind(targets[0].id, _ALIAS + qual)
         self._visit_body(node)
 
     def _check_assign(self, name: str, value: ast.AST) -> None:

@@ -64,3 +64,13 @@ def test_method_span_covers_name_and_arguments():
 def test_guarded_import_is_not_an_error():
     src = "try:\n    import functorch\nexcept ImportError:\n    functorch = None\n"
     assert codes(src) == []
+
+
+def test_value_alias_is_reported_once_where_assigned():
+    src = (
+        "import torch\n"
+        "dtype = torch.float64\n"
+        "x = torch.rand(2, dtype=dtype)\n"
+        "m = model.to(dtype=dtype)\n"
+    )
+    assert [(f.code, f.line) for f in check_source(src, "t.py")] == [("NRN301", 2)]
