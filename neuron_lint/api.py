@@ -19,6 +19,7 @@ from .errors import ParseError
 from .fixes import FixContext, fix_for
 from .index import build_index
 from .matchers import MATCHERS
+from .manifests import check_manifest, manifest_kind
 from .model import CheckResult, FileError, Finding
 from .positions import LineIndex
 from .prefilter import may_match
@@ -135,6 +136,9 @@ def check_file(path: Path | str, settings: Settings | None = None, catalog: Cata
     """Check one file. Problems reading or parsing it become a :class:`FileError`, never an exception."""
     settings = settings or Settings()
     shown = display_path(path)
+    kind = manifest_kind(path)
+    if kind is not None and kind != "setup.py":  # requirements, pyproject, setup.cfg, environment.yml
+        return check_manifest(path, settings, catalog, shown)
     result = CheckResult()
     try:
         size = os.path.getsize(path)
@@ -164,6 +168,8 @@ def check_file(path: Path | str, settings: Settings | None = None, catalog: Cata
     result.findings.extend(findings)
     result.files_checked = 1
     result.files_skipped = 0 if parsed else 1
+    if kind == "setup.py":  # Python, and a manifest too
+        result.extend(check_manifest(path, settings, catalog, shown))
     return result
 
 

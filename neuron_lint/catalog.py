@@ -48,13 +48,15 @@ DOCS_URL = "https://github.com/neuron-lint/neuron-lint/blob/main/rules/{file}"
 _CODE_RE = re.compile(r"^NRN[1-9]\d\d$")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _MATCH_KINDS = ("names", "imports", "methods", "attributes", "calls", "assign", "env", "matcher")
+#: Matches on dependency manifests (requirements, pyproject, setup.py/cfg, environment.yml), not on Python code.
+MANIFEST_KIND = "manifest"
 
 _RULE_KEYS = {
     "code", "name", "category", "message", "suggestion", "rationale", "source",
     "confidence", "effort", "match", "fix", "examples",
 }
 _REQUIRED = ("code", "name", "category", "message", "suggestion", "rationale", "source", "confidence", "effort")
-_MATCH_KEYS = set(_MATCH_KINDS) | {"arg", "values", "value_names", "message", "suggestion", "trigger", "guarded"}
+_MATCH_KEYS = set(_MATCH_KINDS) | {MANIFEST_KIND} | {"arg", "values", "value_names", "message", "suggestion", "trigger", "guarded"}
 _FIX_KEYS = {"fixer", "safety", "map", "note"}
 _EXAMPLE_KEYS = {"bad", "good", "fixed", "fix_cases"}
 
@@ -88,7 +90,7 @@ class Match:
 class FixSpec:
     fixer: str
     safety: str
-    map: dict[str, Any] = field(default_factory=dict)
+    map: dict[str, Any] = field(default_factory=dict, hash=False)  # a dict cannot be hashed
     note: str = ""
 
 
@@ -114,6 +116,11 @@ class Rule:
     @property
     def family(self) -> str:
         return self.code[3]
+
+    @property
+    def manifest_only(self) -> bool:
+        """True for rules about dependency manifests; their examples are manifest text, not Python."""
+        return bool(self.matches) and all(m.kind == MANIFEST_KIND for m in self.matches)
 
     @property
     def fixable(self) -> bool:
@@ -163,11 +170,18 @@ def _parse_match(raw: Any, file: str, index: int) -> Match:
     unknown = set(raw) - _MATCH_KEYS
     if unknown:
         raise _err(file, f"{where}.{sorted(unknown)[0]}", f"unknown key (allowed: {', '.join(sorted(_MATCH_KEYS))})")
-    kinds = [k for k in _MATCH_KINDS if k in raw]
+    kinds = [k for k in (*_MATCH_KINDS, MANIFEST_KIND) if k in raw]
     if len(kinds) != 1:
-        raise _err(file, where, f"needs exactly one of {', '.join(_MATCH_KINDS)} (found {kinds or 'none'})")
+        raise _err(file, where, f"needs exactly one of {', '.join((*_MATCH_KINDS, MANIFEST_KIND))} (found {kinds or 'none'})")
     kind = kinds[0]
     patterns = _str_list(raw[kind], file, f"{where}.{kind}")
+    if kind == MANIFEST_KIND:
+        extra = set(raw) - {MANIFEST_KIND, "message", "suggestion"}
+        if extra:
+            raise _err(file, f"{where}.{sorted(extra)[0]}", "is not valid with 'manifest' (only message and suggestion are)")
+        for p in patterns:
+            if p.startswith("url:") and len(p) == 4 or not p.startswith("url:") and not re.match(r"^[A-Za-z0-9*?\[\]_.-]+(\+[A-Za-z0-9*?._-]+)?$", p):
+                raise _err(file, f"{where}.manifest", f"{p!r} is not a package name glob, 'name+local' or 'url:GLOB'")
     arg = None
     if "arg" in raw:
         if kind != "calls":
@@ -224,6 +238,8 @@ def _parse_rule(data: dict, file: str) -> Rule:
     if not isinstance(raw_matches, list) or not raw_matches:
         raise _err(file, "match", "needs at least one [[match]] table")
     matches = tuple(_parse_match(m, file, i) for i, m in enumerate(raw_matches))
+    if len({m.kind == MANIFEST_KIND for m in matches}) > 1:
+        raise _err(file, "match", "a rule matches either Python code or manifests ('manifest'), not both")
 
     fix = None
     if "fix" in data:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .manifests import manifest_kind
 from .settings import Settings
 
 SKIP_DIRS = frozenset({
@@ -164,7 +165,7 @@ def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: tupl
                 if here is not None and here.ignored(child.absolute(), True):
                     continue
                 subdirs.append(child)
-            elif is_file and entry.name.endswith(PY_SUFFIXES):
+            elif is_file and (entry.name.endswith(PY_SUFFIXES) or manifest_kind(child) is not None):
                 if _excluded(child, excludes):
                     continue
                 if here is not None and here.ignored(child.absolute(), False):

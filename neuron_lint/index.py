@@ -115,6 +115,8 @@ class RuleIndex:
         words: set[str] = set()
         for rule in self.rules:
             for m in rule.matches:
+                if m.kind == "manifest":
+                    continue  # dependency manifests are scanned by neuron_lint.manifests
                 payload = (rule, m)
                 target = {
                     "names": self.names,

@@ -15,6 +15,8 @@ ALL = Settings(extend_select=("NRN",))
 
 def _cases(kind):
     for rule in CATALOG.rules:
+        if rule.manifest_only:
+            continue  # manifest text, not Python: tests/test_manifests.py runs these examples
         for i, snippet in enumerate(getattr(rule, kind)):
             yield pytest.param(rule, snippet, id=f"{rule.code}-{kind}-{i}")
 
