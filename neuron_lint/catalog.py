@@ -110,7 +110,7 @@ class Rule:
     bad: tuple[str, ...]
     good: tuple[str, ...]
     fixed: tuple[str, ...]
-    fix_cases: tuple[dict, ...]
+    fix_cases: tuple[dict, ...] = field(compare=False, hash=False)
     file: str
 
     @property

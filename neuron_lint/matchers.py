@@ -31,3 +31,6 @@ def tensor_factory_python_float(analyzer, node: ast.Call) -> Iterable[tuple[ast.
                 qual = analyzer.qualname(node.func) or ""
                 if qual.startswith("torch."):
                     yield kw.value, "dtype=float"
+
+
+_DDP = ("torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel")
