@@ -34,3 +34,13 @@ def tensor_factory_python_float(analyzer, node: ast.Call) -> Iterable[tuple[ast.
 
 
 _DDP = ("torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel")
+
+
+@matcher(ast.Call)
+def ddp_device_ids(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+    """``DistributedDataParallel(model, device_ids=[...])``: CUDA device indices (``None`` is fine)."""
+    if analyzer.qualname(node.func) not in _DDP:
+        return
+    for kw in node.keywords:
+        if kw.arg in ("device_ids", "output_device") and not (isinstance(kw.value, ast.Constant) and kw.value.value is None):
+            yield kw.value, kw.arg
