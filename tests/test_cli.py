@@ -43,7 +43,7 @@ def test_findings_exit_one_and_concise_lines(cli, tmp_path):
     assert r.returncode == 1
     lines = [l for l in r.stdout.splitlines() if l.startswith(str(f))]
     assert lines == [
-        f"{f}:2:19: NRN201 `.cuda()` moves to a CUDA GPU; on Trainium there is none",
+        f"{f}:2:19: NRN201 [*] `.cuda()` moves to a CUDA GPU; on Trainium there is none",
         f"{f}:3:5: NRN101 `torch.sparse.mm` uses sparse tensors, which TorchNeuron does not support",
     ]
     assert "Found 2 findings in 1 file" in r.stdout

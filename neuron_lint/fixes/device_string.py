@@ -32,6 +32,12 @@ def _availability_guard(ctx, node) -> ast.IfExp | None:
     return None
 
 
+def _first_arg_of_to(ctx, node) -> bool:
+    call = ctx.parent(node)
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "to"
+            and bool(call.args) and call.args[0] is node)
+
+
 def device_value_edits(ctx, node) -> list | None:
     """Edits turning one CUDA device literal into the module's device idiom, or None."""
     dev = ctx.device
@@ -53,7 +59,9 @@ def device_value_edits(ctx, node) -> list | None:
         if index is None:
             guard = _availability_guard(ctx, node)
             target = guard if guard is not None else node
-            return [ctx.replace(target, dev.type_expr())] + dev.preamble()
+            # `.to("cuda")` takes a device as well as a string: `.to(DEVICE)` reads best there.
+            expr = dev.expr() if _first_arg_of_to(ctx, target) else dev.type_expr()
+            return [ctx.replace(target, expr)] + dev.preamble()
         return [ctx.replace(node, f"f{quote}{{{dev.type_expr()}}}:{index}{quote}")] + dev.preamble()
     if isinstance(node, ast.JoinedStr):
         m = _FSTRING.match(seg)

@@ -1,0 +1,76 @@
+"""``neuron-lint fix`` (and ``check --fix`` / ``--diff``): apply fixes to files and say what changed.
+
+Exit codes: 0 nothing left to report (or, with ``--diff``, nothing to change), 1 findings remain
+(with ``--diff``: there is something to change), 2 a file could not be read, parsed or written.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import Iterable, TextIO
+
+from .api import iter_files
+from .catalog import load_catalog
+from .discovery import Missing
+from .fixing import FileFix, fix_file
+from .model import FileError
+from .render.summary import plural
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def _codes(findings) -> str:
+    counts = Counter(f.code for f in findings)
+    return ", ".join(f"{code} ×{n}" if n > 1 else code for code, n in sorted(counts.items()))
+
+
+def fix_paths(paths: Iterable[str], settings, write: bool = True) -> tuple[list[FileFix], list[FileError]]:
+    catalog = load_catalog()
+    done: list[FileFix] = []
+    errors: list[FileError] = []
+    for item in iter_files(list(paths), settings):
+        if isinstance(item, Missing):
+            errors.append(FileError(item.path, item.reason))
+            continue
+        if not str(item).endswith(PYTHON_SUFFIXES):
+            continue  # manifests are reported by `check`; nothing to rewrite there
+        result = fix_file(item, settings, catalog, write=write)
+        done.append(result)
+        if result.error is not None:
+            errors.append(result.error)
+    return done, errors
+
+
+def run_fix(paths: Iterable[str], settings, diff: bool = False, quiet: bool = False,
+            out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    done, errors = fix_paths(paths, settings, write=not diff)
+    for e in errors:
+        where = e.path if e.line is None else f"{e.path}:{e.line}:{e.col or 1}"
+        err.write(f"error: {where}: {e.reason}\n")
+    changed = [d for d in done if d.changed and (diff or d.written)]
+    applied = [f for d in changed for f in d.applied]
+    remaining = [f for d in done for f in d.remaining]
+    if diff:
+        for d in changed:
+            out.write(d.diff)
+    elif not quiet:
+        for d in changed:
+            out.write(f"Fixed {plural(len(d.applied), 'finding')} in {d.path} ({_codes(d.applied)})\n")
+    if not quiet:
+        verb = "Would fix" if diff else "Fixed"
+        summary = f"{verb} {plural(len(applied), 'finding')} in {plural(len(changed), 'file')}."
+        if remaining:
+            unsafe = sum(1 for f in remaining if f.fix and f.fix.applicability == "unsafe" and not settings.unsafe_fixes)
+            left = f" {plural(len(remaining), 'finding')} {'remains' if len(remaining) == 1 else 'remain'}"
+            if unsafe:
+                left += f" ({unsafe} fixable with `--unsafe-fixes`)"
+            summary += left + "; `neuron-lint check` lists them."
+        (err if diff else out).write(summary + "\n")
+    if errors:
+        return 2
+    if diff:
+        return 1 if changed else 0
+    return 1 if remaining else 0
