@@ -77,6 +77,7 @@ class Analyzer:
             ast.Assign: self._visit_assign,
             ast.AnnAssign: self._visit_assign,
             ast.Try: self._visit_try,
+            ast.If: self._visit_if,
             ast.FunctionDef: self._visit_function,
             ast.AsyncFunctionDef: self._visit_function,
             ast.Lambda: self._visit_function,
@@ -220,6 +221,18 @@ class Analyzer:
             for stmt in part:
                 self.visit(stmt)
 
+    def _visit_if(self, node: ast.If) -> None:
+        """`if TYPE_CHECKING:` and `if is_flash_attn_available():` guard the imports they contain."""
+        self.visit(node.test)
+        guard = import_guard(node.test)
+        for part, guarded in ((node.body, guard == "body"), (node.orelse, guard == "orelse")):
+            if guarded:
+                self._guard_depth += 1
+            for stmt in part:
+                self.visit(stmt)
+            if guarded:
+                self._guard_depth -= 1
+
     @staticmethod
     def _catches_import_error(expr: ast.AST | None) -> bool:
         if expr is None:
@@ -354,6 +367,13 @@ class Analyzer:
         """Does an expression equal one of the match's values? Looks into both arms of `a if c else b`."""
         if isinstance(value, ast.IfExp):
             return self.match_value(value.body, m) or self.match_value(value.orelse, m)
+        if isinstance(value, (ast.List, ast.Tuple)) and any(isinstance(w, str) for w in m.values):
+            # `sources=["a.cpp", "b.cu"]`, `["nvidia-smi", "-L"]`: a string value may be one element
+            for elt in value.elts:
+                found = self.match_value(elt, m)
+                if found is not None:
+                    return found
+            return None
         if isinstance(value, ast.Constant):
             v = value.value
             for want in m.values:
@@ -418,6 +438,35 @@ class Analyzer:
         pairs += [(p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
         for param, default in pairs:
             self._check_assign(param.arg, default)
+
+
+def _is_availability_check(expr: ast.AST) -> bool:
+    """`is_x_available()`, `importlib.util.find_spec("x")`, `HAS_X`, `X_AVAILABLE`, `TYPE_CHECKING`.
+
+    Such a test says a package may be missing (or, for TYPE_CHECKING, that the code never runs).
+    """
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        # `torch.cuda.is_available()` checks for a device, not a package: its branch is still reported
+        return ("available" in name.lower() and name != "is_available") or name == "find_spec"
+    name = expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else ""
+    return name == "TYPE_CHECKING" or (
+        name.isupper() and (name.lstrip("_").startswith("HAS_") or name.endswith("_AVAILABLE"))
+    )
+
+
+def import_guard(test: ast.AST) -> str | None:
+    """Which branch of an `if` runs only when an optional package (or a type checker) is there."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return "orelse" if import_guard(test.operand) == "body" else None
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return "body" if any(import_guard(v) == "body" for v in test.values) else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant):
+        if test.comparators[0].value is None and _is_availability_check(test.left):  # find_spec(x) is not None
+            return "body" if isinstance(test.ops[0], ast.IsNot) else "orelse" if isinstance(test.ops[0], ast.Is) else None
+        return None
+    return "body" if _is_availability_check(test) else None
 
 
 def argument(call: ast.Call, position: int | None, keyword: str | None) -> ast.AST | None:

@@ -33,6 +33,146 @@ def tensor_factory_python_float(analyzer, node: ast.Call) -> Iterable[tuple[ast.
                     yield kw.value, "dtype=float"
 
 
+# ---------------------------------------------------------------- NRN304: int64 beyond 32 bits
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_DTYPES = {"torch.int64", "torch.long"}
+# Factories whose value arguments become tensor elements: qualified name -> (positions, keywords).
+# `None` for positions means every positional argument (torch.arange's start/end/step).
+_VALUE_ARGS: dict[str, tuple[tuple[int, ...] | None, tuple[str, ...]]] = {
+    "torch.tensor": ((0,), ("data",)),
+    "torch.as_tensor": ((0,), ("data",)),
+    "torch.scalar_tensor": ((0,), ("s",)),
+    "torch.LongTensor": ((0,), ()),
+    "torch.full": ((1,), ("fill_value",)),
+    "torch.full_like": ((1,), ("fill_value",)),
+    "torch.arange": (None, ("start", "end", "step")),
+    "torch.randint": ((0, 1), ("low", "high")),
+    "torch.randint_like": ((1, 2), ("low", "high")),
+}
+_FLOAT_DTYPE_WORDS = ("float", "half", "double", "bfloat16", "complex", "cfloat", "cdouble")
+_SAFE_BINOPS = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b,
+    ast.FloorDiv: lambda a, b: a // b if b else None, ast.Mod: lambda a, b: a % b if b else None,
+}
+
+
+def _int_value(analyzer, node: ast.AST) -> int | None:
+    """The value of a constant integer expression (``2**40``, ``1 << 62``, ``-7``), else None."""
+    if isinstance(node, ast.Constant):
+        v = node.value
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+        v = _int_value(analyzer, node.operand)
+        if v is None:
+            return None
+        return -v if isinstance(node.op, ast.USub) else (~v if isinstance(node.op, ast.Invert) else v)
+    if isinstance(node, ast.BinOp):
+        a, b = _int_value(analyzer, node.left), _int_value(analyzer, node.right)
+        if a is None or b is None:
+            return None
+        if isinstance(node.op, ast.Pow):
+            return a**b if 0 <= b <= 128 and abs(a) <= 2**16 else None
+        if isinstance(node.op, ast.LShift):
+            return a << b if 0 <= b <= 128 else None
+        if isinstance(node.op, ast.RShift):
+            return a >> b if b >= 0 else None
+        op = _SAFE_BINOPS.get(type(node.op))
+        return op(a, b) if op else None
+    # torch.iinfo(torch.int64).max / .min
+    if isinstance(node, ast.Attribute) and node.attr in ("max", "min") and isinstance(node.value, ast.Call):
+        call = node.value
+        if analyzer.qualname(call.func) == "torch.iinfo" and len(call.args) == 1:
+            if analyzer.qualname(call.args[0]) in _INT64_DTYPES:
+                return 2**63 - 1 if node.attr == "max" else -(2**63)
+    return None
+
+
+def _large_ints(analyzer, node: ast.AST, depth: int = 0) -> Iterable[ast.AST]:
+    if isinstance(node, (ast.List, ast.Tuple)) and depth < 4:
+        for elt in node.elts:
+            yield from _large_ints(analyzer, elt, depth + 1)
+        return
+    v = _int_value(analyzer, node)
+    if v is not None and not _INT32_MIN <= v <= _INT32_MAX:
+        yield node
+
+
+@matcher(ast.Call)
+def int64_beyond_int32(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+    """An integer literal outside the int32 range placed into a torch tensor (int64 may run as int32)."""
+    qual = analyzer.qualname(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
+    spec = _VALUE_ARGS.get(qual or "")
+    if spec is None:
+        return
+    for kw in node.keywords:
+        if kw.arg == "dtype":
+            dtype = analyzer.qualname(kw.value) or ""
+            if any(word in dtype.rsplit(".", 1)[-1] for word in _FLOAT_DTYPE_WORDS):
+                return  # a floating-point tensor: the value is not an int64 element
+    positions, keywords = spec
+    values: list[ast.AST] = []
+    for i, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if positions is None or i in positions:
+            values.append(arg)
+    values.extend(kw.value for kw in node.keywords if kw.arg in keywords)
+    # randint's positional low/high may be the size tuple: only look at top-level integers there
+    shallow = qual in ("torch.randint", "torch.randint_like")
+    for value in values:
+        if shallow and isinstance(value, (ast.List, ast.Tuple)):
+            continue
+        for big in _large_ints(analyzer, value):
+            yield big, ast.unparse(big)
+            return  # one finding per call: the first value that does not fit
+
+
+# ---------------------------------------------------------------- NRN405: Inductor-only compile options
+#: `torch.compile(options=...)` keys the Neuron backend is known to read.
+NEURON_COMPILE_OPTIONS = frozenset({"fallback_execution", "model_name"})
+
+
+@matcher(ast.Call)
+def compile_inductor_options(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+    """Keys of a literal ``options={...}`` dict given to ``torch.compile`` that Neuron does not read."""
+    if not isinstance(node.func, (ast.Name, ast.Attribute)) or analyzer.qualname(node.func) != "torch.compile":
+        return
+    for kw in node.keywords:
+        if kw.arg == "options" and isinstance(kw.value, ast.Dict):
+            for key in kw.value.keys:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in NEURON_COMPILE_OPTIONS:
+                    yield key, key.value
+
+
+# ---------------------------------------------------------------- NRN407: HF generate without a static cache
+#: Keywords only Hugging Face's `generate()` takes in practice; one must be present.
+_HF_GENERATE_KEYWORDS = frozenset({"max_new_tokens", "do_sample", "num_beams", "top_p", "num_return_sequences"})
+#: Keywords that choose (or may carry) the cache: the call is then left alone.
+_CACHE_KEYWORDS = frozenset({"cache_implementation", "generation_config", "past_key_values", "compile_config"})
+
+
+def _imports_transformers(analyzer) -> bool:
+    for qual in analyzer._scopes[0].values():
+        if qual and qual.lstrip("\x01").split(".", 1)[0] == "transformers":
+            return True
+    return False
+
+
+@matcher(ast.Call)
+def hf_generate_without_static_cache(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+    """``model.generate(..., max_new_tokens=...)`` in a file using transformers, with no cache choice."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr != "generate":
+        return
+    names = {kw.arg for kw in node.keywords}
+    if not names & _HF_GENERATE_KEYWORDS or names & _CACHE_KEYWORDS:
+        return
+    if analyzer.qualname(func) is not None or not _imports_transformers(analyzer):
+        return  # `module.generate(...)` is a function, not a model method
+    yield func, "generate"
+
+
 _DDP = ("torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel")
 
 
@@ -44,3 +184,21 @@ def ddp_device_ids(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
     for kw in node.keywords:
         if kw.arg in ("device_ids", "output_device") and not (isinstance(kw.value, ast.Constant) and kw.value.value is None):
             yield kw.value, kw.arg
+
+
+@matcher(ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Call)
+def inductor_config_write(analyzer, node: ast.AST) -> Iterable[tuple[ast.AST, str]]:
+    """A write to ``torch._inductor.config`` (assignment or ``config.patch(...)``); reading it is silent."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "patch":
+            qual = analyzer.qualname(func.value)
+            if qual == "torch._inductor.config":
+                yield func, qual + ".patch"
+        return
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        if isinstance(target, ast.Attribute):
+            qual = analyzer.qualname(target)
+            if qual is not None and qual.startswith("torch._inductor.config."):
+                yield target, qual

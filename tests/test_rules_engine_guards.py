@@ -1,0 +1,90 @@
+"""Engine behaviour the NRN1xx/3xx-6xx rules rely on: import guards, list values, value-only matchers."""
+
+import pytest
+
+from neuron_lint.api import check_source
+from neuron_lint.settings import Settings
+
+ALL = Settings(extend_select=("NRN",))
+
+
+def codes(src: str) -> list[str]:
+    return [f.code for f in check_source(src, "t.py", ALL)]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # typing-only imports never run
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch_xla\n",
+        "import typing\nif typing.TYPE_CHECKING:\n    from torchao.float8 import Float8LinearConfig\n",
+        # optional-package checks, in the forms real libraries write them
+        "if is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\n",
+        "if is_bnb_available() and not is_adamw:\n    import bitsandbytes.optim as bnb_opt\n",
+        "if not is_triton_available():\n    pass\nelse:\n    import triton\n",
+        "import importlib.util\nif importlib.util.find_spec('cupy') is not None:\n    import cupy\n",
+        "if _TRITON_AVAILABLE:\n    import triton\n",
+        "if HAS_APEX:\n    from apex.optimizers import FusedAdam\n",
+    ],
+)
+def test_imports_behind_an_availability_check_are_guarded(src):
+    assert codes(src) == []
+
+
+@pytest.mark.parametrize(
+    "src,code",
+    [
+        # a device check is not a package check: the branch is still reported
+        ("import torch\nif torch.cuda.is_available():\n    import pynvml\n", "NRN608"),
+        # the else-branch of a positive check runs when the package is missing
+        ("if is_bnb_available():\n    pass\nelse:\n    import triton\n", "NRN601"),
+        # an ordinary condition guards nothing
+        ("if args.fp8:\n    import transformer_engine.pytorch as te\n", "NRN610"),
+        # a guarded import still reports each kernel decorated with it
+        ("try:\n    import triton\nexcept ImportError:\n    pass\n@triton.jit\ndef k(x):\n    pass\n", "NRN601"),
+    ],
+)
+def test_unguarded_or_device_branches_are_reported(src, code):
+    assert code in codes(src)
+
+
+def test_string_values_look_into_list_literals():
+    src = "from torch.utils.cpp_extension import load\nm = load('k', ['k.cpp', 'k_kernel.cu'])\n"
+    (f,) = [f for f in check_source(src, "t.py", ALL) if f.code == "NRN602"]
+    assert "k_kernel.cu" in f.message
+    assert codes("from torch.utils.cpp_extension import load\nm = load('k', ['k.cpp'])\n") == []
+
+
+def test_int64_literal_reported_once_per_call_at_the_value():
+    src = "import torch\nseed = torch.randint(-2**63, 2**63 - 1, (1,))\n"
+    found = [f for f in check_source(src, "t.py", ALL) if f.code == "NRN304"]
+    assert len(found) == 1
+    assert (found[0].line, found[0].col) == (2, 22)
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch\nx = torch.tensor([2**31 - 1, -2**31])\n",  # the int32 bounds themselves fit
+        "import torch\nx = torch.randint(0, 10, (2**40,))\n",  # a huge size is not an element value
+        "import torch\nx = torch.tensor(n * 2**40)\n",  # not a constant: nothing evident
+        "import torch\nx = torch.tensor(2**10**10)\n",  # not evaluated (too big to compute cheaply)
+    ],
+)
+def test_int64_silent_cases(src):
+    assert "NRN304" not in codes(src)
+
+
+def test_inductor_config_read_is_silent_write_is_reported():
+    read = "import torch\nold = torch._inductor.config.max_autotune\n"
+    write = "import torch\ntorch._inductor.config.max_autotune = old\n"
+    assert "NRN405" not in codes(read)
+    assert "NRN405" in codes(write)
+
+
+def test_generate_needs_transformers_in_the_file():
+    body = "out = model.generate(ids, max_new_tokens=8)\n"
+    assert "NRN407" not in codes(body)
+    assert "NRN407" in codes("from transformers import AutoModel\n" + body)
+    # inside a function, a module import written below still counts (Python resolves it at call time)
+    assert "NRN407" in codes("def f(model, ids):\n    return model." + body.split("model.", 1)[1] + "import transformers\n")
