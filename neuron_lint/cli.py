@@ -108,6 +108,61 @@ def check(
     raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)
 
 
+@app.command("report")
+def report_cmd(
+    paths: Optional[List[str]] = typer.Argument(None, help="Files or directories to assess (default: the current directory)."),
+    report_format: str = typer.Option("terminal", "--format", "-f", help="terminal (default), markdown, html or json."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of standard output."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rule codes or prefixes (comma-separated)."),
+    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these codes or prefixes."),
+    top: int = typer.Option(10, "--top", min=1, help="How many of the files that need most work to list."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
+) -> None:
+    """How far the code is from Trainium: verdict, counts per family, fixable share, effort, blockers.
+
+    Exit codes: 0 the report was written (whatever it found), 2 usage error or a file that could not
+    be read or parsed (the report is still written and lists it).
+    """
+    try:
+        from .api import check_paths, iter_files
+        from .settings import Settings
+        from .discovery import Missing
+        from .report import build_report, get_report_renderer
+
+        sel, ext, ign = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
+        for codes, opt in ((sel, "--select"), (ext, "--extend-select"), (ign, "--ignore")):
+            _check_codes(codes, opt)
+        try:
+            renderer = get_report_renderer(report_format)
+        except ValueError as exc:
+            raise fail(str(exc))
+        settings = Settings(select=sel, extend_select=ext, ignore=ign)
+        roots = paths or ["."]
+        result = check_paths(roots, settings)
+        report_errors(result, verbose)
+        files = [str(f) for f in iter_files(roots, settings) if not isinstance(f, Missing)]
+        data = build_report(result, roots, files=files, top_files=top)
+        if output:
+            with open(output, "w", encoding="utf-8", newline="\n") as fh:
+                renderer(data, fh)
+            typer.echo(f"Wrote the {report_format} report to {output} ({data['verdict']}).", err=True)
+        else:
+            renderer(data, sys.stdout)
+            sys.stdout.flush()
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        raise fail("interrupted", 130)
+    except OSError as exc:
+        raise fail(f"cannot write {output}: {exc.strerror or exc}")
+    except Exception as exc:  # never a traceback unless asked for
+        if verbose:
+            raise
+        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
+    raise typer.Exit(EXIT_ERROR if result.errors else EXIT_OK)
+
+
 @app.command("rules")
 def rules_cmd(
     output_format: str = typer.Option("table", "--output-format", help="table or json."),

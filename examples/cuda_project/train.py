@@ -68,10 +68,11 @@ def main() -> float:
             if step >= args.steps:
                 break
 
-    torch.cuda.synchronize()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
     acc = accuracy(logits.float(), labels)
     if rank == 0:
-        peak = torch.cuda.max_memory_allocated() / 2**20
+        peak = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else 0.0
         print(f"steps={step} loss={loss.item():.4f} acc={acc:.3f} time={time.time() - start:.1f}s peak_mem={peak:.0f}MiB")
     if world_size > 1:
         dist.destroy_process_group()

@@ -1,0 +1,63 @@
+"""Every fixable rule's own examples are fix tests: `bad` -> exactly `fixed`, valid, and stable.
+
+`fix_cases` cover settings (`--device neuron`, `--min-torch`, `--unsafe-fixes` off). The docs
+(`neuron-lint rule CODE`) show the same snippets, so the documented rewrite is the tested one.
+"""
+
+import ast
+
+import pytest
+
+from neuron_lint.catalog import load_catalog
+from neuron_lint.fixing import fix_text
+from neuron_lint.settings import Settings
+
+CATALOG = load_catalog()
+
+
+def _settings(rule, overrides=None) -> Settings:
+    # A rule alone; neuron-lint's own checks (NRN9xx, e.g. unused noqa) judge the other rules' findings.
+    scope = {"extend_select": (rule.code,)} if rule.code.startswith("NRN9") else {"select": (rule.code,)}
+    values = {**scope, "unsafe_fixes": True}
+    for key, value in (overrides or {}).items():
+        values[key] = tuple(value) if isinstance(value, list) else value
+    return Settings(**values)
+
+
+def _pairs():
+    for rule in CATALOG.rules:
+        if getattr(rule, "manifest_only", False):
+            continue
+        for i, (bad, fixed) in enumerate(zip(rule.bad, rule.fixed)):
+            yield pytest.param(rule, bad, fixed, {}, id=f"{rule.code}-fixed-{i}")
+        for i, case in enumerate(rule.fix_cases):
+            yield pytest.param(rule, case["before"], case["after"], case.get("settings", {}), id=f"{rule.code}-case-{i}")
+
+
+@pytest.mark.parametrize("rule,before,after,overrides", list(_pairs()))
+def test_fix_gives_the_documented_text(rule, before, after, overrides):
+    settings = _settings(rule, overrides)
+    result = fix_text(before, "example.py", settings)
+    assert result.text == after, f"{rule.file}: fix of\n{before}\ngave\n{result.text}\nexpected\n{after}"
+    ast.parse(result.text)  # the output is valid Python
+    again = fix_text(result.text, "example.py", settings)
+    assert again.text == result.text, f"{rule.file}: a second fix changed the text again:\n{again.text}"
+    assert not again.applied
+
+
+def test_fixable_rules_say_how_safe_their_fix_is(catalog):
+    fixable = [r for r in catalog.rules if r.fix]
+    assert any(r.fix.safety == "safe" for r in fixable) and any(r.fix.safety == "unsafe" for r in fixable)
+    for r in fixable:
+        assert r.fix.note, f"{r.file}: [fix] needs a note explaining what the rewrite does"
+
+
+def test_min_torch_gate_leaves_a_note_instead_of_a_fix():
+    from neuron_lint.api import check_source
+
+    src = "import torch\ntorch.cuda.empty_cache()\n"
+    (finding,) = check_source(src, "m.py", Settings(select=("NRN203",)))
+    assert finding.fix is None
+    assert "2.9" in finding.fix_note and "--min-torch" in finding.fix_note
+    (finding,) = check_source(src, "m.py", Settings(select=("NRN203",), min_torch="2.9"))
+    assert finding.fix is not None and finding.fix_note == ""
