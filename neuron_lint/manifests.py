@@ -544,7 +544,7 @@ def check_manifest(path: Path | str, settings: Settings | None = None, catalog: 
     ``setup.py`` is also Python: its syntax errors are reported by the Python check, and it is
     counted there, so here it counts as no extra file.
     """
-    from .source import SourceError, decode
+    from .source import SourceError, decode, read_source_bytes
 
     kind = manifest_kind(path)
     shown = shown if shown is not None else os.fspath(path)
@@ -552,13 +552,17 @@ def check_manifest(path: Path | str, settings: Settings | None = None, catalog: 
     if kind is None:
         return result
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        text = decode(data).text if kind == "setup.py" else data.decode("utf-8-sig")
-    except (OSError, SourceError, UnicodeDecodeError) as exc:
+        data = read_source_bytes(path, settings.max_file_bytes if settings else Settings().max_file_bytes)
+    except (OSError, SourceError) as exc:  # a pipe, device or huge file is never read
         if kind != "setup.py":
-            reason = f"cannot be read: {getattr(exc, 'strerror', None) or exc}" if isinstance(exc, OSError) else "is not UTF-8 text"
+            reason = f"cannot be read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
             result.errors.append(FileError(shown, reason))
+        return result
+    try:
+        text = decode(data).text if kind == "setup.py" else data.decode("utf-8-sig")
+    except (SourceError, UnicodeDecodeError):
+        if kind != "setup.py":
+            result.errors.append(FileError(shown, "is not UTF-8 text"))
         return result
     try:
         result.findings.extend(check_manifest_text(text, kind, shown, settings, catalog))

@@ -7,6 +7,16 @@ import re
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """Lines as Python numbers them: only \\n, \\r\\n and \\r end a line.
+
+    ``str.splitlines`` also breaks at form feeds, vertical tabs, \\x1c-\\x1e, \\x85 and
+    \\u2028/\\u2029, which would shift every later line number.
+    """
+    lines = _LINE_RE.findall(text)
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
+
+
 class LineIndex:
     """Lines split exactly as the tokenizer splits them (\\n, \\r\\n, \\r; not form feeds)."""
 

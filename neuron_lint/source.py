@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import codecs
+import os
 import re
+import stat
 from dataclasses import dataclass
 
 _COOKIE_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -19,6 +21,34 @@ class Source:
     encoding: str  # the codec to write it back with
     bom: bool
     newline: str  # the dominant line ending ("\n", "\r\n" or "\r")
+
+
+def read_source_bytes(path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes.
+
+    Raises :class:`SourceError` for a FIFO, device or socket (opened without blocking, never read,
+    so ``/dev/zero`` or a pipe named ``x.py`` cannot hang or fill memory) and for a file over the
+    limit, even one that grows after it was measured. Other failures raise ``OSError``.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with open(fd, "rb", closefd=True) as fh:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise SourceError("is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise SourceError("skipped: not a regular file (a pipe, device or socket)")
+        if st.st_size > limit:
+            raise SourceError(_over_limit(st.st_size, limit))
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise SourceError(_over_limit(len(data), limit, grew=True))
+    return data
+
+
+def _over_limit(size: int, limit: int, grew: bool = False) -> str:
+    mib = 1024 * 1024
+    what = "grew past" if grew else f"{size / mib:.1f} MB is over"
+    return f"skipped: {what} the {limit / mib:g} MB size limit for one file"
 
 
 def detect_encoding(data: bytes) -> tuple[str, bool]:

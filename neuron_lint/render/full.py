@@ -36,10 +36,11 @@ def _console(out: TextIO, options: RenderOptions) -> Console:
 def _source_lines(path: str, cache: dict[str, list[str] | None]) -> list[str] | None:
     if path not in cache:
         try:
+            from ..positions import split_lines
             from ..source import decode
 
             with open(path, "rb") as fh:
-                cache[path] = decode(fh.read()).text.splitlines()
+                cache[path] = split_lines(decode(fh.read()).text)
         except Exception:  # the source is a courtesy; a vanished file still gets its finding
             cache[path] = None
     return cache[path]
