@@ -1,0 +1,187 @@
+"""`neuron-lint fix` on real files: what it writes, what it keeps, what it refuses."""
+
+import ast
+import os
+import stat
+
+import pytest
+
+from neuron_lint import fixing
+from neuron_lint.fixing import fix_file, fix_text
+from neuron_lint.settings import Settings
+
+IDIOM = 'DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'
+
+SCRIPT = '''\
+"""Train on the GPU."""
+import torch  # the framework
+
+# -- model ---------------------------------------------------------------
+
+
+def build(width):
+    model = torch.nn.Linear(width, width).cuda()   # keep   spacing
+    x = torch.zeros(2, width, device='cuda')
+    return model(x.cuda(non_blocking=True))
+
+
+if torch.cuda.is_available():
+    torch.cuda.synchronize()
+'''
+
+
+def write(path, content, mode=None):
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    if mode is not None:
+        os.chmod(path, mode)
+    return path
+
+
+def test_fix_rewrites_every_site_with_one_device_definition():
+    result = fix_text(SCRIPT, "train.py")
+    out = result.text
+    assert out.count(IDIOM) == 1  # several fixes asked for it; it is inserted once
+    assert "cuda" not in out.replace("torch.cuda", "").lower() or "torch.cuda" not in out
+    assert ".to(DEVICE)" in out and ".to(DEVICE, non_blocking=True)" in out and "device=DEVICE.type" in out
+    assert "torch.accelerator.is_available()" in out and "torch.accelerator.synchronize()" in out
+    ast.parse(out)
+    assert fix_text(out, "train.py").text == out
+
+
+def test_bytes_outside_the_edits_are_kept():
+    out = fix_text(SCRIPT, "train.py").text
+    kept = [line for line in SCRIPT.splitlines(keepends=True) if "cuda" not in line]
+    it = iter(out.splitlines(keepends=True))
+    for line in kept:  # every untouched line is still there, in order, byte for byte
+        assert any(line == other for other in it), f"lost or changed: {line!r}"
+    assert "# keep   spacing" in out and "'cuda'" not in out
+
+
+def test_crlf_bom_and_mode_are_kept(tmp_path):
+    path = write(tmp_path / "m.py", b"\xef\xbb\xbf" + SCRIPT.replace("\n", "\r\n").encode(), 0o751)
+    result = fix_file(path)
+    assert result.written and result.changed and not result.error
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert b"\n" not in data.replace(b"\r\n", b"")  # every line, new ones included, ends in CRLF
+    assert IDIOM.encode() + b"\r\n" in data
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o751
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]  # no temporary file left behind
+
+
+def test_latin1_cookie_is_kept(tmp_path):
+    src = "# -*- coding: latin-1 -*-\nimport torch\nnom = 'café'\nx = torch.ones(2).cuda()\n"
+    path = write(tmp_path / "l.py", src.encode("latin-1"))
+    assert fix_file(path).written
+    data = path.read_bytes()
+    assert data.startswith(b"# -*- coding: latin-1 -*-\n")
+    assert "café".encode("latin-1") in data
+    assert data.decode("latin-1").endswith("x = torch.ones(2).to(DEVICE)\n")
+
+
+def test_file_changed_while_fixing_is_left_alone(tmp_path, monkeypatch):
+    path = write(tmp_path / "m.py", SCRIPT)
+    real = fixing.fix_text
+
+    def fix_and_meanwhile_edit(*args, **kwargs):
+        out = real(*args, **kwargs)
+        path.write_text(SCRIPT + "# edited by someone else\n")
+        return out
+
+    monkeypatch.setattr(fixing, "fix_text", fix_and_meanwhile_edit)
+    result = fix_file(path)
+    assert not result.written
+    assert "changed on disk" in result.error.reason
+    assert path.read_text().endswith("# edited by someone else\n")
+
+
+def test_no_fix_without_changes_leaves_file_untouched(tmp_path):
+    path = write(tmp_path / "ok.py", "import torch\nx = torch.ones(2)\n")
+    before = os.stat(path).st_mtime_ns
+    result = fix_file(path)
+    assert not result.changed and not result.written
+    assert os.stat(path).st_mtime_ns == before
+
+
+def test_unsafe_fixes_only_when_asked():
+    src = "import torch\ntorch.backends.cudnn.benchmark = True\nx = 1\n"
+    assert fix_text(src, "m.py").text == src
+    assert fix_text(src, "m.py", Settings(unsafe_fixes=True)).text == "import torch\nx = 1\n"
+
+
+def test_colliding_fixes_are_applied_once():
+    # The availability guard inside the device definition is rewritten by two rules at once.
+    src = 'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nm = Net().cuda()\n'
+    result = fix_text(src, "m.py")
+    assert result.text == (
+        "import torch\n"
+        'device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")\n'
+        "m = Net().to(device)\n"
+    )
+    # NRN203's edit lay inside NRN202's rewritten value: it was skipped as colliding, not applied twice.
+    assert sorted(f.code for f in result.applied) == ["NRN201", "NRN202"]
+
+
+def test_user_alias_is_kept_and_torch_imported_when_missing():
+    out = fix_text("import torch as th\nth.cuda.synchronize()\ny = x.cuda()\n", "m.py").text
+    assert "th.accelerator.synchronize()" in out and "th.accelerator.current_accelerator()" in out
+    assert "import torch\n" not in out
+    out = fix_text("from torch.cuda import synchronize\nsynchronize()\n", "m.py").text
+    assert out == "from torch.cuda import synchronize\nimport torch\ntorch.accelerator.synchronize()\n"
+
+
+@pytest.mark.parametrize("src", [
+    "x = y.cuda()",  # no newline at the end of the file
+    "#!/usr/bin/env python\n# -*- coding: utf-8 -*-\nx = y.cuda()\n",  # shebang and cookie stay first
+])
+def test_definition_placement(src):
+    out = fix_text(src, "m.py").text
+    ast.parse(out)
+    assert out.splitlines()[-1] == "x = y.to(DEVICE)"
+    if src.startswith("#!"):
+        assert out.startswith("#!/usr/bin/env python\n# -*- coding: utf-8 -*-\n")
+
+
+# ---------------------------------------------------------------------- command line
+def test_fix_diff_writes_nothing_and_exit_codes(cli, tmp_path):
+    path = write(tmp_path / "t.py", SCRIPT)
+    r = cli("fix", "--diff", str(path))
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.startswith("--- a/") and "+" + IDIOM in r.stdout
+    assert "Would fix" in r.stderr
+    assert path.read_text() == SCRIPT
+    clean = write(tmp_path / "clean.py", "import torch\nx = torch.ones(2)\n")
+    r = cli("fix", "--diff", str(clean))
+    assert r.returncode == 0 and r.stdout == ""
+
+
+def test_fix_reports_changes_and_what_is_left(cli, tmp_path):
+    path = write(tmp_path / "t.py", SCRIPT + "torch.backends.cudnn.benchmark = True\nname = torch.cuda.get_device_name(0)\n")
+    r = cli("fix", str(path))
+    assert r.returncode == 1  # something is left
+    assert f"Fixed 5 findings in {path}" in r.stdout
+    assert "2 findings remain (1 fixable with `--unsafe-fixes`)" in r.stdout
+    assert "torch.cuda.get_device_name(0)" in path.read_text()
+    check = cli("check", "--output-format", "concise", str(path))
+    assert "NRN204" in check.stdout and "1 more with `--unsafe-fixes`" in check.stdout
+    r = cli("fix", "--unsafe-fixes", str(path))
+    assert "torch.backends.cudnn" not in path.read_text()
+
+
+def test_check_fix_and_device_neuron(cli, tmp_path):
+    path = write(tmp_path / "t.py", SCRIPT)
+    r = cli("check", "--fix", "--device", "neuron", "--output-format", "concise", str(path))
+    text = path.read_text()
+    assert '.to("neuron")' in text and "device='neuron'" in text and "DEVICE" not in text
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_bad_options_and_bad_files(cli, tmp_path):
+    assert cli("fix", "--device", "tpu", str(tmp_path)).returncode == 2
+    assert cli("fix", "--min-torch", "two", str(tmp_path)).returncode == 2
+    write(tmp_path / "a_broken.py", "def f(:\n")
+    good = write(tmp_path / "b_good.py", "import torch\nx = torch.ones(2).cuda()\n")
+    r = cli("fix", str(tmp_path))
+    assert r.returncode == 2
+    assert "a_broken.py:1" in r.stderr and "Traceback" not in r.stderr
+    assert ".to(DEVICE)" in good.read_text()  # the other file was still fixed
