@@ -275,10 +275,20 @@ def scan_setup_py(text: str) -> Iterator[Entry]:
 
     tree = ast.parse(text)  # SyntaxError: reported by the Python check of the same file
     lines = LineIndex(text)
-    bound: dict[str, ast.AST] = {}
+    # name -> every value put into it: `x = [...]`, `x += [...]`, `x["k"] = [...]`, `x.append(...)`, `x.extend(...)`
+    bound: dict[str, list[ast.AST]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            bound.setdefault(node.targets[0].id, node.value)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(target, ast.Name):
+                bound.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            bound.setdefault(node.target.id, []).append(node.value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+              and node.func.attr in ("append", "extend", "update", "add")):
+            bound.setdefault(node.func.value.id, []).extend(node.args)
     seen: set[int] = set()
 
     def literals(node: ast.AST | None, depth: int = 0) -> Iterator[ast.Constant]:
@@ -302,7 +312,10 @@ def scan_setup_py(text: str) -> Iterator[Entry]:
             for kw in node.keywords:
                 yield from literals(kw.value, depth + 1)
         elif isinstance(node, ast.Name) and node.id in bound:
-            yield from literals(bound[node.id], depth + 1)
+            for value in bound[node.id]:
+                yield from literals(value, depth + 1)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            yield from literals(node.value, depth + 1)  # extras["test"]: everything in extras
 
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):

@@ -112,16 +112,22 @@ def test_setup_py_is_read_not_run(tmp_path):
         from setuptools import setup
         sys.exit("setup.py was executed")
         BASE = ["torch", "nvidia-nccl-cu12"]
+        extras = {}
+        extras["fast"] = ["xformers"]
+        extras["all"] = extras["fast"] + ["sphinx"]
+        BASE.append("triton")
         setup(
             name="demo",
             install_requires=BASE + ["cupy-cuda12x"],
-            extras_require={"zero": ["deepspeed"], "docs": ["sphinx"]},
+            extras_require={"zero": ["deepspeed"], "docs": ["sphinx"], **extras},
         )
         """)
     assert _at(_check(text, "setup.py")) == [
         ("NRN684", 4, 19, 35),
-        ("NRN682", 7, 31, 43),
-        ("NRN683", 8, 31, 40),
+        ("NRN680", 6, 20, 28),
+        ("NRN681", 8, 14, 20),
+        ("NRN682", 11, 31, 43),
+        ("NRN683", 12, 31, 40),
     ]
 
 
