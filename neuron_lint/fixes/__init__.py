@@ -169,4 +169,4 @@ def fix_for(ctx: FixContext, hit) -> Fix | None:
 
 
 # Register the fixers (each module adds itself to FIXERS).
-from . import amp, cuda_api, cuda_call, device_string, distributed, statements, tensor_attrs  # noqa: E402,F401
+from . import amp, cuda_api, cuda_call, device_string, distributed, numerics, statements, tensor_attrs  # noqa: E402,F401
