@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import os
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterable
 
 from .catalog import Match, Rule
@@ -23,6 +25,7 @@ _ENV_CALLS = {
     "os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv", "os.unsetenv",
 }
 _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 # Marks a name bound by assignment (`F = torch.func`). Such a name resolves only as the base of an
 # attribute chain (`F.grad`); used bare it is a value already reported where it was assigned.
 _ALIAS = "\x01"
@@ -57,9 +60,10 @@ class Hit:
 
 
 class Analyzer:
-    def __init__(self, index: RuleIndex, matchers: dict[str, Callable] | None = None) -> None:
+    def __init__(self, index: RuleIndex, matchers: dict[str, Callable] | None = None, path: str | None = None) -> None:
         self.index = index
         self.matchers = matchers or {}
+        self.path = path
         self.hits: list[Hit] = []
         self._scopes: list[dict[str, str | None]] = [{}]
         self._deferred: list[tuple[ast.AST, list[dict]]] = []
@@ -73,6 +77,8 @@ class Analyzer:
             ast.Name: self._visit_name,
             ast.Call: self._visit_call,
             ast.Compare: self._visit_compare,
+            ast.Dict: self._visit_dict,
+            ast.IfExp: self._visit_ifexp,
             ast.Subscript: self._visit_subscript,
             ast.Assign: self._visit_assign,
             ast.AnnAssign: self._visit_assign,
@@ -97,7 +103,7 @@ class Analyzer:
 
     # ------------------------------------------------------------------ driving
     def run(self, tree: ast.Module) -> list[Hit]:
-        self._visit_body(tree)
+        self._visit_stmts(tree.body)
         self.import_bindings = {k: v for k, v in self._scopes[0].items() if v and v[0] != _ALIAS}
         while self._deferred:
             node, scopes = self._deferred.pop(0)
@@ -106,10 +112,20 @@ class Analyzer:
             if isinstance(node, ast.Lambda):
                 self.visit(node.body)
             else:
-                for stmt in node.body:
-                    self.visit(stmt)
+                self._visit_stmts(node.body)
             self._scopes = saved
         return self.hits
+
+    def _visit_stmts(self, stmts: list[ast.stmt]) -> None:
+        """A block of statements. After `if not is_x_available(): return`, the rest of it is guarded."""
+        added = 0
+        for stmt in stmts:
+            self.visit(stmt)
+            if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], _EXITS):
+                if import_guard(stmt.test) == "orelse":
+                    self._guard_depth += 1
+                    added += 1
+        self._guard_depth -= added
 
     def visit(self, node: ast.AST) -> None:
         subs = self._matcher_subs.get(type(node)) if self._matcher_subs else None
@@ -201,6 +217,8 @@ class Analyzer:
         if not self.index.imports:
             return False
         hits = self.index.imports.lookup(module)
+        if hits and self.path and is_local_package(self.path, module.split(".", 1)[0]):
+            return True  # the project's own package (mamba_ssm inside the mamba repository)
         found = False
         for rule, m in hits:
             if self._guard_depth and not m.guarded:
@@ -228,8 +246,7 @@ class Analyzer:
         for part, guarded in ((node.body, guard == "body"), (node.orelse, guard == "orelse")):
             if guarded:
                 self._guard_depth += 1
-            for stmt in part:
-                self.visit(stmt)
+            self._visit_stmts(part)
             if guarded:
                 self._guard_depth -= 1
 
@@ -300,7 +317,9 @@ class Analyzer:
 
     def _check_names(self, qual: str, node: ast.AST) -> None:
         if id(node) in self._compare_operands:
-            return  # `x.dtype == torch.float64` inspects a value; it creates nothing
+            # `x.dtype == torch.float64` inspects a value, `{torch.float64: 8}` is a lookup table,
+            # `dtype=torch.float64, device="cpu"` stays on the host: none of them puts it on the device
+            return
         for rule, m in self.index.names.lookup(qual):
             self._hit(rule, m, node, qual)
 
@@ -316,10 +335,26 @@ class Analyzer:
                 self._check_env(left)
         self._visit_body(node)
 
+    def _visit_dict(self, node: ast.Dict) -> None:
+        self._compare_operands.update(id(k) for k in node.keys if k is not None)
+        self._visit_body(node)
+
+    def _visit_ifexp(self, node: ast.IfExp) -> None:
+        # `torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32` echoes
+        # a setting made elsewhere (and reported there)
+        if isinstance(node.test, ast.Compare):
+            operands = {ast.dump(o) for o in (node.test.left, *node.test.comparators)}
+            for arm in (node.body, node.orelse):
+                if ast.dump(arm) in operands:
+                    self._compare_operands.add(id(arm))
+        self._visit_body(node)
+
     # ------------------------------------------------------------------ calls
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
         index = self.index
+        if node.keywords and _on_cpu(node):
+            self._compare_operands.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
         if index.calls or index.methods or index.env:
             qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
             is_method = qual is None and isinstance(func, ast.Attribute)
@@ -438,6 +473,52 @@ class Analyzer:
         pairs += [(p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
         for param, default in pairs:
             self._check_assign(param.arg, default)
+
+
+@lru_cache(maxsize=4096)
+def _import_roots(directory: str) -> tuple[str, ...]:
+    """The ancestors of a directory that could be on sys.path: those that are not packages themselves."""
+    roots = []
+    d = os.path.abspath(directory)
+    while True:
+        if not os.path.isfile(os.path.join(d, "__init__.py")):
+            roots.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            return tuple(roots)
+        d = parent
+
+
+@lru_cache(maxsize=4096)
+def _provides(root: str, name: str) -> bool:
+    return os.path.isfile(os.path.join(root, name, "__init__.py")) or os.path.isfile(os.path.join(root, name + ".py"))
+
+
+def is_local_package(path: str, top: str) -> bool:
+    """Is `top` a package of the project being checked (a sibling of one of the file's import roots)?
+
+    `import mamba_ssm` inside the mamba repository is the project's own code, whose CUDA parts are
+    reported where they are; `import triton` from `mamba_ssm/ops/triton/x.py` is still the real
+    Triton, since `mamba_ssm/ops` is a package and so not an import root.
+    """
+    try:
+        return any(_provides(root, top) for root in _import_roots(os.path.dirname(path) or "."))
+    except (OSError, ValueError):
+        return False
+
+
+def _on_cpu(call: ast.Call) -> bool:
+    """`device="cpu"` or `device=torch.device("cpu")`: the call makes a host tensor."""
+    for kw in call.keywords:
+        if kw.arg == "device":
+            value = kw.value
+            if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+                func = value.func  # torch.device("cpu"), however torch was imported
+                if not (isinstance(func, ast.Attribute) and func.attr == "device" or isinstance(func, ast.Name) and func.id == "device"):
+                    return False
+                value = value.args[0]
+            return isinstance(value, ast.Constant) and value.value == "cpu"
+    return False
 
 
 def _is_availability_check(expr: ast.AST) -> bool:

@@ -202,3 +202,27 @@ def inductor_config_write(analyzer, node: ast.AST) -> Iterable[tuple[ast.AST, st
             qual = analyzer.qualname(target)
             if qual is not None and qual.startswith("torch._inductor.config."):
                 yield target, qual
+
+
+# ---------------------------------------------------------------- NRN502: gradient scaler (CPU fallback)
+_GRAD_SCALERS = frozenset({
+    "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler", "torch.cpu.amp.GradScaler",
+    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+})
+
+
+@matcher(ast.Call)
+def grad_scaler_construction(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+    """A gradient scaler being created, unless its device is the literal "cuda" (NRN205 reports that call)."""
+    if not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return
+    qual = analyzer.qualname(node.func)
+    if qual not in _GRAD_SCALERS:
+        return
+    device = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
+    for kw in node.keywords:
+        if kw.arg == "device":
+            device = kw.value
+    if isinstance(device, ast.Constant) and isinstance(device.value, str) and device.value.startswith("cuda"):
+        return
+    yield node.func, qual

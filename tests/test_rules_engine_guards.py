@@ -25,6 +25,9 @@ def codes(src: str) -> list[str]:
         "import importlib.util\nif importlib.util.find_spec('cupy') is not None:\n    import cupy\n",
         "if _TRITON_AVAILABLE:\n    import triton\n",
         "if HAS_APEX:\n    from apex.optimizers import FusedAdam\n",
+        # an early exit when the package is missing guards the rest of the block
+        "def f():\n    if not is_te_available():\n        return False\n    import transformer_engine\n",
+        "if not is_pynvml_available():\n    raise ImportError('pip install nvidia-ml-py')\nimport pynvml\n",
     ],
 )
 def test_imports_behind_an_availability_check_are_guarded(src):
@@ -38,6 +41,10 @@ def test_imports_behind_an_availability_check_are_guarded(src):
         ("import torch\nif torch.cuda.is_available():\n    import pynvml\n", "NRN608"),
         # the else-branch of a positive check runs when the package is missing
         ("if is_bnb_available():\n    pass\nelse:\n    import triton\n", "NRN601"),
+        # an early exit on an ordinary condition guards nothing
+        ("def f(x):\n    if not x:\n        return\n    import triton\n", "NRN601"),
+        # the guard ends with its block
+        ("def f():\n    if True:\n        if not is_te_available():\n            return\n    import transformer_engine\n", "NRN610"),
         # an ordinary condition guards nothing
         ("if args.fp8:\n    import transformer_engine.pytorch as te\n", "NRN610"),
         # a guarded import still reports each kernel decorated with it
@@ -88,3 +95,63 @@ def test_generate_needs_transformers_in_the_file():
     assert "NRN407" in codes("from transformers import AutoModel\n" + body)
     # inside a function, a module import written below still counts (Python resolves it at call time)
     assert "NRN407" in codes("def f(model, ids):\n    return model." + body.split("model.", 1)[1] + "import transformers\n")
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch\nSIZES = {torch.float64: 8, torch.complex64: 8}\n",
+        "import torch\nd = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32\n",
+        "import torch\nx = torch.zeros(2, dtype=torch.float64, device='cpu')\n",
+        "import torch\nx = torch.zeros(2, dtype=torch.complex64, device=torch.device('cpu'))\n",
+    ],
+)
+def test_dtypes_that_never_reach_the_device_are_silent(src):
+    assert codes(src) == []
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch\nx = torch.zeros(2, dtype=torch.float64, device=dev)\n",
+        "import torch\nd = torch.float64 if args.fp64 else torch.float32\n",
+        "import torch\nx = torch.zeros(2, dtype=torch.float64, device=torch.device('cuda'))\n",
+    ],
+)
+def test_dtypes_that_may_reach_the_device_are_reported(src):
+    assert "NRN301" in codes(src)
+
+
+def _walk_file(path) -> list[str]:
+    """Rule codes the analyzer reports for a file on disk (the analyzer knows where the file lives)."""
+    import ast
+
+    from neuron_lint.analyzer import Analyzer
+    from neuron_lint.catalog import load_catalog
+    from neuron_lint.index import build_index
+    from neuron_lint.matchers import MATCHERS
+
+    catalog = load_catalog()
+    index = build_index(catalog, ALL.enabled_codes(catalog))
+    hits = Analyzer(index, MATCHERS, path=str(path)).run(ast.parse(path.read_text()))
+    return sorted({h.rule.code for h in hits})
+
+
+def test_a_projects_own_package_is_not_a_cuda_package(tmp_path):
+    """`import mamba_ssm` inside the mamba repository is the project's code; real Triton is still found."""
+    pkg = tmp_path / "mamba_ssm" / "ops" / "triton"
+    pkg.mkdir(parents=True)
+    for d in (tmp_path / "mamba_ssm", tmp_path / "mamba_ssm" / "ops", pkg):
+        (d / "__init__.py").write_text("")
+    kernel = pkg / "layer_norm.py"
+    kernel.write_text("import triton\nfrom mamba_ssm.utils import x\n")
+    bench = tmp_path / "benchmarks" / "bench.py"
+    bench.parent.mkdir()
+    bench.write_text("from mamba_ssm.models import MambaLMHeadModel\n")
+    assert _walk_file(kernel) == ["NRN601"]  # the real triton; not mamba_ssm, not the ops/triton subpackage
+    assert _walk_file(bench) == []
+    # the same import in someone else's project is reported
+    other = tmp_path.parent / (tmp_path.name + "_user") / "train.py"
+    other.parent.mkdir()
+    other.write_text("from mamba_ssm.models import MambaLMHeadModel\n")
+    assert _walk_file(other) == ["NRN612"]
