@@ -41,8 +41,7 @@ def report_json(cli, *args):
 def test_report_counts_equal_check_findings(tmp_path, cli):
     proj = make_project(tmp_path)
     data = report_json(cli, str(proj))
-    check = cli("check", "--output-format", "concise", "--no-cache", str(proj)) if "--no-cache" in cli("check", "--help").stdout \
-        else cli("check", "--output-format", "concise", str(proj))
+    check = cli("check", "--output-format", "concise", str(proj))
     lines = [l for l in check.stdout.splitlines() if re.search(r":\d+:\d+: NRN\d{3} ", l)]
     by_code = Counter(re.search(r": (NRN\d{3}) ", l).group(1) for l in lines)
     assert data["summary"]["findings"] == len(lines) > 0
