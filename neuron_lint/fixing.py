@@ -110,12 +110,13 @@ def fix_text(
             break
         new, used = apply_edits(current, wanted, newline)
         if new != current and not _parses(new, path):
-            # Find the culprit(s): apply one fix at a time, keeping those that leave valid code.
+            # Find the culprit(s): add one fix at a time to the set applied to this pass's text
+            # (every fix's positions refer to it), keeping those that leave valid code.
             new, used = current, []
             for f in wanted:
-                candidate, one = apply_edits(new, [f], newline)
-                if one and _parses(candidate, path):
-                    new, used = candidate, used + one
+                candidate, kept = apply_edits(current, used + [f], newline)
+                if f in kept and _parses(candidate, path):
+                    new, used = candidate, kept
                 else:
                     result.rejected.append(f)
         result.passes += 1
@@ -148,7 +149,8 @@ class FileFix:
 def unified_diff(path: str, before: str, after: str) -> str:
     a = split_lines(before, keepends=True)
     b = split_lines(after, keepends=True)
-    lines = difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}")
+    absolute = os.path.isabs(path)
+    lines = difflib.unified_diff(a, b, fromfile=path if absolute else f"a/{path}", tofile=path if absolute else f"b/{path}")
     out = []
     for line in lines:
         body = line.rstrip("\r\n")

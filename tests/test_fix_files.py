@@ -185,3 +185,22 @@ def test_bad_options_and_bad_files(cli, tmp_path):
     assert r.returncode == 2
     assert "a_broken.py:1" in r.stderr and "Traceback" not in r.stderr
     assert ".to(DEVICE)" in good.read_text()  # the other file was still fixed
+
+
+def test_fixes_that_together_break_the_code_are_applied_one_by_one():
+    # Removing both flag lines at once would leave an empty block; the second one becomes `pass`
+    # on the next pass, and the statement after the block is never touched.
+    src = (
+        "import logging\nimport torch\n"
+        "if torch.backends.cudnn.is_available():\n"
+        "    torch.backends.cuda.matmul.allow_tf32 = True\n"
+        "    torch.backends.cudnn.benchmark = True\n"
+        "_logger = logging.getLogger('validate')\n"
+    )
+    out = fix_text(src, "m.py", Settings(select=("NRN209",), unsafe_fixes=True)).text
+    assert out == (
+        "import logging\nimport torch\n"
+        "if torch.backends.cudnn.is_available():\n"
+        "    pass\n"
+        "_logger = logging.getLogger('validate')\n"
+    )

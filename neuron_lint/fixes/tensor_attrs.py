@@ -21,7 +21,7 @@ def _attribute_at(ctx, span, attr: str) -> ast.Attribute | None:
 
 @fixer("is_cuda")
 def fix_is_cuda(ctx, hit):
-    node = _attribute_at(ctx, hit.node, "is_cuda")
+    node = hit.node if isinstance(hit.node, ast.Attribute) else _attribute_at(ctx, hit.node, "is_cuda")
     if node is None or not isinstance(node.ctx, ast.Load):
         return None
     dev = ctx.device
