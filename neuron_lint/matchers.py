@@ -226,3 +226,14 @@ def grad_scaler_construction(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST
     if isinstance(device, ast.Constant) and isinstance(device.value, str) and device.value.startswith("cuda"):
         return
     yield node.func, qual
+
+
+@matcher(ast.Attribute)
+def tensor_is_cuda(analyzer, node: ast.Attribute) -> Iterable[tuple[ast.AST, str]]:
+    """``x.is_cuda`` read on a value: not ``self.is_cuda``/``cls.is_cuda`` (a class's own flag), not a write."""
+    if node.attr != "is_cuda" or not isinstance(node.ctx, ast.Load):
+        return
+    base = node.value
+    if isinstance(base, ast.Name) and (base.id in ("self", "cls") or analyzer.lookup(base.id) is not None):
+        return  # an object's own attribute, or a module (`torch.is_cuda` is not a tensor property)
+    yield node, ".is_cuda"
