@@ -52,14 +52,12 @@ def effort_of(f: Finding, catalog: Catalog) -> str:
 def is_blocker(f: Finding, effort: str) -> bool:
     """A finding a person must resolve before the code runs on Trainium at all.
 
-    Unsupported APIs (NRN1xx) and CUDA-only packages above low effort, and anything of high
-    effort, unless ``fix`` resolves it.
+    Anything of high effort, and unsupported APIs (NRN1xx) or CUDA-only packages (NRN6xx) above
+    low effort, unless ``fix`` resolves it. A low-effort change (a line or two) never blocks.
     """
-    if fixability(f) != "manual":
+    if fixability(f) != "manual" or effort in ("auto", "low"):
         return False
-    if effort == "high" or f.category == "unsupported":
-        return True
-    return f.category == "cuda-only-package" and effort != "low"
+    return effort == "high" or f.category in ("unsupported", "cuda-only-package")
 
 
 def verdict(counts: dict) -> str:
