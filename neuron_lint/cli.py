@@ -154,8 +154,11 @@ def report_cmd(
         raise
     except KeyboardInterrupt:
         raise fail("interrupted", 130)
+    except BrokenPipeError:  # the reader stopped early (`| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(EXIT_OK)
     except OSError as exc:
-        raise fail(f"cannot write {output}: {exc.strerror or exc}")
+        raise fail(f"cannot write {output or 'the report'}: {exc.strerror or exc}")
     except Exception as exc:  # never a traceback unless asked for
         if verbose:
             raise
