@@ -208,3 +208,23 @@ def test_ignore_and_select_apply_to_manifests(tmp_path):
     (tmp_path / "requirements.txt").write_text("triton\nxformers\n")
     assert [f.code for f in check_paths([str(tmp_path)], Settings(ignore=("NRN681",))).findings] == ["NRN680"]
     assert check_paths([str(tmp_path)], Settings(select=("NRN2",))).findings == []
+
+
+@pytest.mark.parametrize(
+    "match,problem",
+    [
+        ('manifest = ["triton"]\n[[match]]\nimports = ["triton"]', "either Python code or manifests"),
+        ('manifest = ["url:"]', "'url:'"),
+        ('manifest = ["torch==2.1"]', "not a package name glob"),
+        ('manifest = ["triton"]\narg = { keyword = "x" }', "not valid with 'manifest'"),
+    ],
+)
+def test_manifest_match_is_validated(tmp_path, match, problem):
+    from neuron_lint.catalog import CatalogError, load_catalog_from, rules_dir
+
+    text = (rules_dir() / "NRN681-triton-package.toml").read_text()
+    text = text.replace('manifest = ["triton", "pytorch-triton", "triton-nightly"]', match)
+    (tmp_path / "NRN681-triton-package.toml").write_text(text)
+    with pytest.raises(CatalogError) as exc:
+        load_catalog_from(tmp_path)
+    assert "NRN681-triton-package.toml" in str(exc.value) and problem in str(exc.value)
