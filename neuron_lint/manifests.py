@@ -392,10 +392,14 @@ def _yaml_scalar(raw: str) -> tuple[str, int]:
 
 def _conda_spec(spec: str, line: int, col: int) -> Entry | None:
     """``pytorch=2.1.0=py3.10_cuda12.1_cudnn8_0``, ``nvidia::cuda-toolkit``, ``pytorch-cuda>=12``."""
-    m = re.match(r"\s*(?:([A-Za-z0-9_.-]+)::)?([A-Za-z0-9_.-]+)\s*(.*)$", spec)
+    m = re.match(r"\s*(?:([^\s:]+)::)?([A-Za-z0-9_.-]+)\s*(.*)$", spec)
     if not m:
         return None
-    rest = m.group(3).replace(" ", "")
+    tokens = m.group(3).split()
+    if len(tokens) >= 2 and tokens[0][0] not in "=<>!~":  # `pytorch 2.1.0 py3.10_cuda12.1_0`
+        rest = "=" + "=".join(tokens[:2])
+    else:
+        rest = "".join(tokens)
     parts = rest.lstrip("=<>!~").split("=") if rest else []
     build = parts[1] if rest.startswith("=") and len(parts) > 1 else ""
     local = _LOCAL_RE.search(parts[0]) if parts else None

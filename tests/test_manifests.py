@@ -165,6 +165,9 @@ def test_conda_environment_with_pip_section_and_quotes():
               - --extra-index-url https://download.pytorch.org/whl/cu121
               - 'flash-attn==2.5.8'
           - numpy
+          - nvidia/label/cuda-12.1.0::cuda-runtime
+          - pytorch 2.1.0 py3.10_cuda12.1_cudnn8_0
+          - pytorch 2.13.0 py3.12_cpu_0
         variables:
           - triton
         """)
@@ -173,6 +176,8 @@ def test_conda_environment_with_pip_section_and_quotes():
         ("NRN685", 8, 5, 25),
         ("NRN686", 11, 27, 65),
         ("NRN680", 12, 10, 27),
+        ("NRN685", 14, 5, 43),
+        ("NRN685", 15, 5, 43),
     ]
 
 
