@@ -234,3 +234,20 @@ def test_manifest_match_is_validated(tmp_path, match, problem):
     with pytest.raises(CatalogError) as exc:
         load_catalog_from(tmp_path)
     assert "NRN681-triton-package.toml" in str(exc.value) and problem in str(exc.value)
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+_MANIFEST_ALPHABET = st.sampled_from(list("abc-_.=<>!~[];:#@+*/\\'\" \t\n-  ") + ["torch", "cu121", "pip:", "- ", "[options]",
+                                                                                    "install_requires =", "dependencies:", "https://", "--index-url"])
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(st.lists(_MANIFEST_ALPHABET, max_size=60).map("".join))
+def test_line_based_scanners_never_raise(text):
+    """Any text gives findings or nothing, never an exception (one bad file must not stop a scan)."""
+    from neuron_lint.manifests import scan_text
+
+    for kind in ("requirements", "setup.cfg", "conda"):
+        for entry in scan_text(text, kind):
+            assert entry.line >= 1 and entry.end_col >= entry.col >= 1
