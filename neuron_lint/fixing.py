@@ -13,10 +13,13 @@ read.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
+import signal
 import stat
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +29,7 @@ from .errors import ParseError
 from .model import Edit, FileError, Finding
 from .positions import LineIndex, split_lines
 from .settings import Settings
-from .source import SourceError, decode, encode
+from .source import SourceError, decode, encode, read_source_bytes
 
 MAX_PASSES = 10
 
@@ -175,23 +178,70 @@ def atomic_write(path: str, data: bytes, original: bytes, st: os.stat_result) ->
     target = os.path.realpath(path)
     if not _same_file(target, original, st):
         raise FileChanged(path)
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise ReadOnly(path)  # the rename would bypass the protection: respect it
     directory, name = os.path.split(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".neuron-lint.tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        if not _same_file(target, original, st):  # last look, right before the swap
-            raise FileChanged(path)
-        os.replace(tmp, target)
-    except BaseException:
+    with signals_deferred():  # SIGINT/SIGTERM land after the swap or the clean-up, never between
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".neuron-lint.tmp", dir=directory)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            _keep_owner(tmp, st)
+            if not _same_file(target, original, st):  # last look, right before the swap
+                raise FileChanged(path)
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+
+
+class ReadOnly(Exception):
+    """The file has no write permission bit; a fix leaves it alone."""
+
+
+def _keep_owner(tmp: str, st: os.stat_result) -> None:
+    """Give the new file the old one's owner and group where we may (as root, or a group we are in)."""
+    if not hasattr(os, "chown"):
+        return
+    try:
+        os.chown(tmp, st.st_uid, st.st_gid)
+    except OSError:
+        try:
+            os.chown(tmp, -1, st.st_gid)
+        except OSError:
             pass
-        raise
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Hold SIGINT and SIGTERM until the block is done, then deliver them as they would have been.
+
+    Only the main thread can handle signals; elsewhere the block runs unprotected.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    wanted = [s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None]
+    previous = {}
+    for sig in wanted:
+        try:
+            previous[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+        except (ValueError, OSError):  # not allowed here
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        for sig in caught[:1]:
+            signal.raise_signal(sig)
 
 
 def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalog | None = None, write: bool = True) -> FileFix:
@@ -201,8 +251,10 @@ def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalo
     out = FileFix(shown)
     try:
         st = os.stat(path)
-        with open(path, "rb") as fh:
-            original = fh.read()
+        original = read_source_bytes(path, settings.max_file_bytes)  # never a pipe, device or huge file
+    except SourceError as exc:
+        out.error = FileError(shown, str(exc))
+        return out
     except OSError as exc:
         out.error = FileError(shown, f"cannot be read: {exc.strerror or exc}")
         return out
@@ -215,6 +267,9 @@ def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalo
     except ParseError as exc:
         out.error = FileError(shown, str(exc), exc.line, exc.col)
         return out
+    except Exception as exc:  # a bug of ours: this file is left as it is, the others are fixed
+        out.error = FileError(shown, f"internal error: {type(exc).__name__}: {exc}; left alone (please report this file)")
+        return out
     out.applied, out.remaining = result.applied, result.remaining
     if result.text == source.text:
         return out
@@ -226,6 +281,8 @@ def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalo
             out.written = True
         except FileChanged:
             out.error = FileError(shown, "changed on disk while it was being fixed; left alone (run the fix again)")
+        except ReadOnly:
+            out.error = FileError(shown, "is read-only; left alone")
         except UnicodeEncodeError:
             out.error = FileError(shown, f"the fixed text cannot be written as {source.encoding}; left alone")
         except OSError as exc:

@@ -1,0 +1,296 @@
+"""A fix never costs a line of code: every file is the old or the new version, whole, whatever happens.
+
+* writes go through a temporary file in the same folder and an atomic rename, keeping mode bits,
+  encoding, BOM and line endings; no temporary file is left behind, also when the run is
+  interrupted by SIGINT or SIGTERM;
+* two fix runs on one tree at the same time corrupt nothing;
+* a file changed between read and write, or made read-only, is left alone with a message.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from neuron_lint import fixing
+from neuron_lint.fixing import fix_file
+from neuron_lint.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "cuda_project"
+TMP_SUFFIX = ".neuron-lint.tmp"
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and modes")
+
+SCRIPT = "import torch\n\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.ones(2, device='cuda')\n"
+
+
+def _env() -> dict:
+    return {**os.environ, "NO_COLOR": "1", "NEURON_LINT_NO_CACHE": "1"}
+
+
+def _leftovers(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.name.endswith(TMP_SUFFIX) or p.name.startswith(".") and p.is_file())
+
+
+def _make_tree(root: Path, copies: int) -> dict[Path, bytes]:
+    """``copies`` of the example project, in assorted encodings and line endings. Returns the original bytes."""
+    originals: dict[Path, bytes] = {}
+    for i in range(copies):
+        folder = root / f"p{i:03}"
+        folder.mkdir(parents=True)
+        for src in sorted(EXAMPLE.glob("*.py")):
+            data = src.read_bytes()
+            if i % 3 == 1:
+                data = data.replace(b"\n", b"\r\n")
+            if i % 4 == 2:
+                data = b"\xef\xbb\xbf" + data
+            path = folder / src.name
+            path.write_bytes(data)
+            originals[path] = data
+    return originals
+
+
+def _fixed_versions(originals: dict[Path, bytes], scratch: Path) -> dict[Path, bytes]:
+    """What each file looks like once fixed, computed on a copy."""
+    fixed: dict[Path, bytes] = {}
+    for path, data in originals.items():
+        copy = scratch / f"{len(fixed)}_{path.name}"
+        copy.write_bytes(data)
+        fix_file(copy, Settings())
+        fixed[path] = copy.read_bytes()
+    return fixed
+
+
+def _assert_old_or_new(originals: dict[Path, bytes], fixed: dict[Path, bytes]) -> tuple[int, int]:
+    old = new = 0
+    for path, before in originals.items():
+        now = path.read_bytes()
+        assert now in (before, fixed[path]), f"{path} is neither the original nor the fixed version"
+        ast.parse(now.decode("utf-8-sig"))
+        old += now == before
+        new += now == fixed[path] and now != before
+    return old, new
+
+
+# ---------------------------------------------------------------- what a write keeps
+@pytest.mark.parametrize("encoding,bom,newline", [
+    ("utf-8", False, "\n"), ("utf-8", True, "\r\n"), ("latin-1", False, "\r\n"), ("utf-8", False, "\r"),
+])
+@posix_only
+def test_a_fixed_file_keeps_encoding_bom_line_endings_and_mode(tmp_path, encoding, bom, newline):
+    cookie = f"# -*- coding: {encoding} -*-\n" if encoding != "utf-8" else ""
+    text = cookie + "# café crème\n" + SCRIPT
+    data = text.replace("\n", newline).encode(encoding)
+    if bom:
+        data = b"\xef\xbb\xbf" + data
+    path = tmp_path / "m.py"
+    path.write_bytes(data)
+    path.chmod(0o750)
+    result = fix_file(path, Settings())
+    assert result.written and result.error is None
+    out = path.read_bytes()
+    assert out.startswith(b"\xef\xbb\xbf") == bom
+    body = out[3:] if bom else out
+    decoded = body.decode(encoding)
+    assert "# café crème" in decoded and ".cuda()" not in decoded
+    endings = decoded.count("\r\n"), decoded.replace("\r\n", "").count("\r"), decoded.replace("\r\n", "").count("\n")
+    want = {"\n": (0, 0), "\r\n": (None, 0), "\r": (0, None)}[newline]
+    assert [n for n, w in zip(endings, (*want, None)) if w == 0 and n] == []  # only the file's own ending
+    assert stat.S_IMODE(path.stat().st_mode) == 0o750
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+@posix_only
+def test_a_symlinked_file_is_fixed_through_the_link(tmp_path):
+    real = tmp_path / "real.py"
+    real.write_text(SCRIPT)
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    assert fix_file(link, Settings()).written
+    assert link.is_symlink() and ".cuda()" not in real.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.py", "real.py"]
+
+
+@posix_only
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file")
+def test_a_read_only_file_is_left_alone(tmp_path):
+    path = tmp_path / "ro.py"
+    path.write_text(SCRIPT)
+    path.chmod(0o444)
+    result = fix_file(path, Settings())
+    assert not result.written and "read-only" in result.error.reason
+    assert path.read_text() == SCRIPT
+
+
+@posix_only
+def test_a_read_only_file_is_left_alone_even_for_root(tmp_path):
+    """Write protection is the user's decision: the rename could bypass it, so it is checked first."""
+    path = tmp_path / "ro.py"
+    path.write_text(SCRIPT)
+    path.chmod(0o444)
+    try:
+        result = fix_file(path, Settings())
+    finally:
+        path.chmod(0o644)
+    assert not result.written and "read-only" in result.error.reason
+    assert path.read_text() == SCRIPT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ro.py"]
+
+
+@posix_only
+def test_a_file_that_cannot_be_written_is_reported_and_kept(tmp_path, monkeypatch):
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+
+    monkeypatch.setattr(fixing.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    result = fix_file(path, Settings())
+    assert not result.written and "No space left on device" in result.error.reason
+    assert path.read_text() == SCRIPT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+def test_a_pipe_or_device_is_never_read_by_fix(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("needs named pipes")
+    os.mkfifo(tmp_path / "pipe.py")
+    start = time.monotonic()
+    result = fix_file(tmp_path / "pipe.py", Settings())
+    assert time.monotonic() - start < 5
+    assert "not a regular file" in result.error.reason
+
+
+# ---------------------------------------------------------------- changed under our feet
+def test_a_file_changed_between_read_and_write_is_left_alone(tmp_path, monkeypatch):
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+    monkeypatch.setattr(fixing, "_same_file", _racing_same_file(path))
+    result = fix_file(path, Settings())
+    assert not result.written
+    assert "changed on disk" in result.error.reason and "left alone" in result.error.reason
+    assert path.read_text() == SCRIPT + "# a colleague's edit\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+def _racing_same_file(path: Path):
+    """The second look (right before the swap) finds someone else's edit."""
+    real = fixing._same_file
+    calls = []
+
+    def check(target, data, st):
+        calls.append(1)
+        if len(calls) == 2:
+            path.write_text(SCRIPT + "# a colleague's edit\n")
+        return real(target, data, st)
+
+    return check
+
+
+def test_the_cli_names_a_file_changed_during_fix(tmp_path, monkeypatch, capsys):
+    from neuron_lint.fix_command import run_fix
+
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+    (tmp_path / "other.py").write_text(SCRIPT)
+    monkeypatch.setattr(fixing, "_same_file", _racing_same_file(path))
+    code = run_fix([str(tmp_path)], Settings())
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "m.py: changed on disk" in err
+    assert ".cuda()" not in (tmp_path / "other.py").read_text()  # the others are still fixed
+
+
+# ---------------------------------------------------------------- signals
+@posix_only
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_inside_the_write_leaves_no_temporary_file(tmp_path, sig):
+    """The worst moment: the temporary file is written, the rename not done yet."""
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+    probe = textwrap.dedent(f"""
+        import os, signal, sys
+        from neuron_lint import fixing
+        from neuron_lint.settings import Settings
+        real_fsync = os.fsync
+        def fsync_then_signal(fd):
+            real_fsync(fd)
+            os.kill(os.getpid(), signal.{sig})
+            print("signalled", flush=True)
+        fixing.os.fsync = fsync_then_signal
+        fixing.fix_file({str(path)!r}, Settings())
+        print("finished", flush=True)
+    """)
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert "finished" not in r.stdout  # the signal still ended the run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+    assert path.read_text() == SCRIPT or ".cuda()" not in path.read_text()
+    ast.parse(path.read_text())
+
+
+def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, delay: float) -> tuple[int, int, int]:
+    tree = tmp_path / "tree"
+    originals = _make_tree(tree, copies)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    fixed = _fixed_versions(originals, scratch)
+    proc = subprocess.Popen([sys.executable, "-m", "neuron_lint", "fix", "--isolated", "-q", str(tree)],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=300)
+    assert b"Traceback" not in err, err.decode()
+    assert _leftovers(tree) == []
+    old, new = _assert_old_or_new(originals, fixed)
+    return proc.returncode, old, new
+
+
+@posix_only
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupting_a_fix_run_leaves_every_file_old_or_new(tmp_path, sig):
+    # Find a moment in the middle of the run: some files fixed, some not.
+    for delay in (1.5, 2.5, 4.0):
+        code, old, new = _interrupt_a_fix_run(tmp_path / f"d{delay}", sig, copies=120, delay=delay)
+        if old and new:
+            break
+    assert code in ((130, 2) if sig == signal.SIGINT else (-signal.SIGTERM, 143, 2))
+    assert old and new, "the signal did not land in the middle of the run"
+
+
+@pytest.mark.fuzz
+@posix_only
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_fuzz_interrupt_at_many_moments(tmp_path, sig):
+    for i in range(25):
+        _interrupt_a_fix_run(tmp_path / f"r{i}", sig, copies=60, delay=0.6 + i * 0.15)
+
+
+# ---------------------------------------------------------------- concurrency
+def test_two_fix_runs_on_one_tree_corrupt_nothing(tmp_path):
+    tree = tmp_path / "tree"
+    originals = _make_tree(tree, 40)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    fixed = _fixed_versions(originals, scratch)
+    cmd = [sys.executable, "-m", "neuron_lint", "fix", "--isolated", "-q", str(tree)]
+    runs = [subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outputs = [r.communicate(timeout=300) for r in runs]
+    for r, (_, err) in zip(runs, outputs):
+        assert r.returncode in (1, 2), err.decode()  # findings left (unsafe ones), or a file left alone
+        for line in err.decode().splitlines():
+            assert "changed on disk" in line or not line.startswith("error:"), line
+    assert _leftovers(tree) == []
+    old, new = _assert_old_or_new(originals, fixed)
+    assert new == len([p for p in originals if fixed[p] != originals[p]]) and old == len(originals) - new
+    # and a third run finds nothing more to do
+    third = subprocess.run(cmd, env=_env(), capture_output=True, timeout=300)
+    assert b"error" not in third.stderr
+    assert all(p.read_bytes() == fixed[p] for p in originals)
