@@ -117,6 +117,9 @@ def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | M
             start = path.resolve() if not path.is_symlink() else path.absolute()
             ignores = _ancestor_ignores(start) if settings.respect_gitignore else None
             for file in _walk(path, ignores, settings, excludes):
+                if isinstance(file, Missing):  # a folder that cannot be listed
+                    yield file
+                    continue
                 key = os.path.normpath(os.path.abspath(file))
                 if key not in seen:
                     seen.add(key)
@@ -128,7 +131,7 @@ def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | M
                 yield path
 
 
-def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: tuple[str, ...]) -> Iterator[Path]:
+def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: tuple[str, ...]) -> Iterator[Path | Missing]:
     stack: list[tuple[Path, _Ignore | None]] = [(top, ignores)]
     visited: set[tuple[int, int]] = set()
     while stack:
@@ -146,8 +149,11 @@ def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: tupl
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue  # unreadable directory: reported by nothing, as git does
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed (or replaced by a file) since it was found: nothing left to check
+        except OSError as exc:  # no permission, I/O error: say so once, check the rest
+            yield Missing(str(directory), f"directory cannot be read: {exc.strerror or exc}")
+            continue
         subdirs: list[Path] = []
         for entry in entries:
             child = Path(entry.path)
