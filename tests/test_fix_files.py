@@ -147,7 +147,7 @@ def test_fix_diff_writes_nothing_and_exit_codes(cli, tmp_path):
     path = write(tmp_path / "t.py", SCRIPT)
     r = cli("fix", "--diff", str(path))
     assert r.returncode == 1, r.stderr
-    assert r.stdout.startswith("--- a/") and "+" + IDIOM in r.stdout
+    assert r.stdout.startswith(f"--- {path}\n+++ {path}\n") and "+" + IDIOM in r.stdout
     assert "Would fix" in r.stderr
     assert path.read_text() == SCRIPT
     clean = write(tmp_path / "clean.py", "import torch\nx = torch.ones(2)\n")
