@@ -159,7 +159,7 @@ def test_a_file_over_the_size_limit_is_skipped_with_its_size(tmp_path):
     result = scan(tmp_path)
     assert time.monotonic() - start < 30
     reason = errors_by_name(result)["generated.py"]
-    assert reason.startswith("skipped: 25.0 MB is over the 20 MB size limit")
+    assert reason.startswith("skipped: 25.0 MB is over the 10 MB size limit")
     assert cuda_lines(result, GOOD_NAME) == [(2, 19)]
 
 
@@ -424,6 +424,41 @@ def test_a_directory_removed_during_the_walk_is_not_an_error(tmp_path, monkeypat
     assert result.errors == [] and cuda_lines(result, GOOD_NAME) == [(2, 19)]
 
 
+# ---------------------------------------------------------------- configuration and noqa
+@pytest.mark.parametrize("content,phrase", [
+    (b"[tool.neuron-lint\nselect = [", "not valid TOML"),
+    (b"[tool.neuron-lint]\nselect = 'NRN2'\nselect = 'NRN3'\n", "not valid TOML"),
+    (b"[tool.neuron-lint]\nselect = 5\n", "key 'select'"),
+    (b"[tool.neuron-lint]\nselect = [\"NRN999\"]\n", "unknown rule code"),
+    (b"[tool.neuron-lint]\nno-such-key = true\n", "no-such-key"),
+    (b"[tool.neuron-lint]\nper-file-ignores = { \"*.py\" = 3 }\n", "per-file-ignores"),
+    (b"\xff\xfe[tool.neuron-lint]\n", "pyproject.toml"),
+    (b"[tool]\nneuron-lint = 3\n", "pyproject.toml"),
+])
+def test_broken_configuration_is_one_clear_error(tmp_path, cli, content, phrase):
+    (tmp_path / "pyproject.toml").write_bytes(content)
+    (tmp_path / GOOD_NAME).write_text(CUDA)
+    r = cli("check", "--no-cache", ".", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith("neuron-lint: error: pyproject.toml:") and phrase in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_unknown_codes_in_noqa_suppress_nothing_else(tmp_path, cli):
+    (tmp_path / "n.py").write_text(
+        "import torch\n"
+        "a = torch.ones(1).cuda()  # noqa: NRN999, XYZ123, E501\n"
+        "b = torch.ones(1).cuda()  # noqa: nrn201,,  ,\n"
+        "c = torch.ones(1).cuda()  # noqa:NRN201 trailing words\n"
+        "d = torch.ones(1).cuda()  # noqa: \x00\n".replace("\x00", "\u00e9\u2028")
+    )
+    r = cli("check", "--no-cache", "--output-format", "concise", "n.py", cwd=tmp_path)
+    assert "Traceback" not in r.stderr
+    lines = [line.split(":")[1] for line in r.stdout.splitlines() if ": NRN201" in line]
+    assert "2" in lines  # unknown codes do not silence NRN201
+    assert r.returncode in (0, 1)
+
+
 # ---------------------------------------------------------------- the whole zoo through the CLI
 def _zoo(root: Path) -> None:
     for name, (data, _) in UNREADABLE.items():
@@ -488,3 +523,43 @@ def test_modes_do_not_matter_for_reading(tmp_path):
         assert cuda_lines(check_file(path), "exec.py") == [(2, 19)]
     finally:
         path.chmod(0o644)
+
+
+# ---------------------------------------------------------------- long runs (python -m pytest -m fuzz)
+@pytest.mark.fuzz
+def test_fuzz_a_file_just_under_the_size_limit_is_checked(tmp_path):
+    limit = Settings().max_file_bytes
+    block = "".join(f"def f{i}(x):\n    y = torch.ones({i}).cuda()\n    return x + y * {i}\n" for i in range(1000))
+    path = tmp_path / "generated.py"
+    with open(path, "w") as fh:
+        fh.write("import torch\n")
+        n = 0
+        while fh.tell() + len(block) < limit:
+            fh.write(block.replace("def f", f"def g{n}_"))
+            n += 1
+    start = time.monotonic()
+    result = check_file(path)
+    elapsed = time.monotonic() - start
+    assert result.errors == [] and len(result.findings) == 1000 * n
+    assert elapsed < 300, f"{elapsed:.0f}s for {path.stat().st_size / 2**20:.1f} MB"
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("shape", ["binop", "chain", "not", "subscript", "lambda", "ifexp", "call_args"])
+def test_fuzz_every_nesting_depth_is_analyzed_or_refused_cleanly(shape):
+    build = {
+        "binop": lambda n: "+".join(["a"] * n) + " + torch.ones(1).cuda()",
+        "chain": lambda n: "torch.ones(1)" + ".float()" * n + ".cuda()",
+        "not": lambda n: "not " * n + "torch.ones(1).cuda()",
+        "subscript": lambda n: "torch.ones(1).cuda()" + "[0]" * n,
+        "lambda": lambda n: "lambda: " * n + "torch.ones(1).cuda()",
+        "ifexp": lambda n: "a if b else " * n + "torch.ones(1).cuda()",
+        "call_args": lambda n: "f(" * min(n, 180) + "torch.ones(1).cuda()" + ")" * min(n, 180),
+    }[shape]
+    for depth in (10, 100, 300, 500, 800, 1000, 1500, 2000, 3000, 5000, 20000):
+        try:
+            findings = check_source(f"import torch\nx = {build(depth)}\n", "deep.py")
+        except ParseError as exc:  # Python's parser refuses it: a clear reason, no crash
+            assert "nested" in str(exc) or "recursion" in str(exc), str(exc)
+            continue
+        assert "NRN201" in [f.code for f in findings], depth
