@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import os
 import warnings
 from pathlib import Path
@@ -15,16 +16,18 @@ from typing import Iterable
 from .analyzer import Analyzer, Hit
 from .catalog import Catalog, load_catalog
 from .discovery import Missing, iter_python_files
+from .deep import call_deep
 from .errors import ParseError
 from .fixes import FixContext, fix_for
 from .index import build_index
 from .matchers import MATCHERS
 from .manifests import check_manifest, manifest_kind
 from .model import CheckResult, FileError, Finding
+from .newer_syntax import newer_python_hint
 from .positions import LineIndex
 from .prefilter import may_match
 from .settings import Settings
-from .source import SourceError, decode
+from .source import SourceError, decode, read_source_bytes
 
 __all__ = ["Settings", "check_source", "check_file", "check_paths", "analyze_source"]
 
@@ -37,7 +40,8 @@ def parse(text: str, path: str = "<string>") -> ast.Module:
             return ast.parse(text, filename=path)
     except SyntaxError as exc:
         msg = exc.msg or "invalid syntax"
-        raise ParseError(f"syntax error: {msg}", exc.lineno, exc.offset) from None
+        hint = newer_python_hint(text, exc.lineno, msg)
+        raise ParseError(f"syntax error: {msg}" + (f" ({hint})" if hint else ""), exc.lineno, exc.offset) from None
     except (RecursionError, MemoryError):
         raise ParseError("too deeply nested to parse") from None
     except ValueError as exc:  # e.g. source with NUL bytes
@@ -77,11 +81,18 @@ def analyze_source(
     tree = parse(text, path)
     if not index.rules or (settings.prefilter and not may_match(text, index)):
         return [], False
-    analyzer = Analyzer(index, MATCHERS)
+    work = functools.partial(_tree_findings, text, path, settings, catalog, codes, index)
     try:
-        hits = analyzer.run(tree)
-    except RecursionError:
-        raise ParseError("too deeply nested to analyze") from None
+        findings = work(tree)
+    except RecursionError:  # a tree deeper than the recursion limit: again, with room for it
+        findings = call_deep(work, tree)
+    return findings, True
+
+
+def _tree_findings(text, path, settings, catalog, codes, index, tree) -> list[Finding]:
+    """Walk a parsed module and turn its hits into findings (with fixes)."""
+    analyzer = Analyzer(index, MATCHERS)
+    hits = analyzer.run(tree)
     lines = LineIndex(text)
     ctx = None
     findings: list[Finding] = []
@@ -99,7 +110,7 @@ def analyze_source(
             fix = fix_for(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
     findings.sort(key=lambda f: f.sort_key)
-    return findings, True
+    return findings
 
 
 def _finding(hit: Hit, span, path: str, fix, ctx) -> Finding:
@@ -141,14 +152,13 @@ def check_file(path: Path | str, settings: Settings | None = None, catalog: Cata
         return check_manifest(path, settings, catalog, shown)
     result = CheckResult()
     try:
-        size = os.path.getsize(path)
-        if size > settings.max_file_bytes:
-            result.errors.append(FileError(shown, f"skipped: {size / 1e6:.1f} MB is over the {settings.max_file_bytes / 1e6:.0f} MB limit"))
-            return result
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_source_bytes(path, settings.max_file_bytes)
+    except SourceError as exc:
+        result.errors.append(FileError(shown, str(exc)))
+        return result
     except FileNotFoundError:
-        result.errors.append(FileError(shown, "vanished before it could be read"))
+        reason = "is a broken symbolic link" if os.path.islink(path) else "vanished before it could be read"
+        result.errors.append(FileError(shown, reason))
         return result
     except IsADirectoryError:
         result.errors.append(FileError(shown, "is a directory"))
@@ -164,6 +174,12 @@ def check_file(path: Path | str, settings: Settings | None = None, catalog: Cata
         return result
     except ParseError as exc:
         result.errors.append(FileError(shown, str(exc), exc.line, exc.col))
+        return result
+    except (RecursionError, MemoryError) as exc:  # one pathological file never ends the scan
+        result.errors.append(FileError(shown, f"too complex to analyze ({type(exc).__name__})"))
+        return result
+    except Exception as exc:  # a bug of ours: name it and the file, and check the others
+        result.errors.append(FileError(shown, f"internal error: {type(exc).__name__}: {exc} (please report this file)"))
         return result
     result.findings.extend(findings)
     result.files_checked = 1
