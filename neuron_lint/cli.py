@@ -76,6 +76,11 @@ def check(
     show_source: bool = typer.Option(True, "--show-source/--no-show-source", help="Show the source line of each finding."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
+    fix: bool = typer.Option(False, "--fix", help="Apply the safe fixes first (like `neuron-lint fix`), then report what is left."),
+    diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and write nothing (exit 1 if there is something to change)."),
+    unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply (or count as fixable) unsafe fixes."),
+    device: Optional[str] = typer.Option(None, "--device", help="How fixes write the device: accelerator (default, torch.accelerator) or neuron."),
+    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default 2.6); newer APIs stay suggestions."),
 ) -> None:
     """Check Python files for code that breaks or behaves differently on Trainium."""
     try:
@@ -90,10 +95,18 @@ def check(
             renderer = get_renderer(output_format)
         except ValueError as exc:
             raise fail(str(exc))
-        settings = Settings(select=sel, extend_select=ext, ignore=ign, output_format=output_format)
+        fix_values = {k: v for k, v in fix_options(device, min_torch, unsafe_fixes).items() if v is not None}
+        settings = Settings(select=sel, extend_select=ext, ignore=ign, output_format=output_format, **fix_values)
+        fixed_code = 0
+        if fix or diff:
+            from .fix_command import run_fix
+
+            fixed_code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
+            if diff:
+                raise typer.Exit(fixed_code)
         result = check_paths(paths or ["."], settings)
         report_errors(result, verbose)
-        renderer(result, sys.stdout, RenderOptions(show_source=show_source, quiet=quiet))
+        renderer(result, sys.stdout, RenderOptions(show_source=show_source, quiet=quiet, unsafe_fixes=settings.unsafe_fixes))
         sys.stdout.flush()
     except typer.Exit:
         raise
@@ -103,9 +116,61 @@ def check(
         if verbose:
             raise
         raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
-    if result.errors:
+    if result.errors or fixed_code == EXIT_ERROR:
         raise typer.Exit(EXIT_ERROR)
     raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)
+
+
+def fix_options(device: Optional[str], min_torch: Optional[str], unsafe_fixes: Optional[bool]) -> dict:
+    """--device / --min-torch / --unsafe-fixes as settings (None: not given), validated."""
+    import re
+
+    if device is not None and device not in ("accelerator", "neuron"):
+        raise fail(f"--device: must be accelerator or neuron, not {device!r}")
+    if min_torch is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", min_torch):
+        raise fail(f"--min-torch: must be a version such as 2.6, not {min_torch!r}")
+    return {"device": device, "min_torch": min_torch, "unsafe_fixes": unsafe_fixes}
+
+
+@app.command("fix")
+def fix_cmd(
+    paths: Optional[List[str]] = typer.Argument(None, help="Files or directories to fix (default: the current directory)."),
+    diff: bool = typer.Option(False, "--diff", help="Print a unified diff and write nothing (exit 1 if there is something to change, else 0)."),
+    unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes (they can change behaviour; review the diff)."),
+    device: Optional[str] = typer.Option(None, "--device", help="accelerator (default): vendor-neutral torch.accelerator code that still runs on GPUs; neuron: plain \"neuron\"."),
+    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default 2.6); APIs newer than that stay suggestions."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only fix these rule codes or prefixes (comma-separated)."),
+    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix these codes or prefixes."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (and the diff)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
+) -> None:
+    """Rewrite CUDA-specific code into device-agnostic PyTorch; report what changed and what is left.
+
+    Exit codes: 0 nothing left to report (with --diff: nothing to change), 1 findings remain (with
+    --diff: there is something to change), 2 usage error or a file that could not be read, parsed or
+    written (the other files are still fixed).
+    """
+    try:
+        from .fix_command import run_fix
+        from .settings import Settings
+
+        sel, ext, ign = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
+        for codes, opt in ((sel, "--select"), (ext, "--extend-select"), (ign, "--ignore")):
+            _check_codes(codes, opt)
+        fix_values = {k: v for k, v in fix_options(device, min_torch, unsafe_fixes).items() if v is not None}
+        settings = Settings(select=sel, extend_select=ext, ignore=ign, **fix_values)
+        code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
+        sys.stdout.flush()
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        raise fail("interrupted", 130)
+    except Exception as exc:  # never a traceback unless asked for
+        if verbose:
+            raise
+        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
+    raise typer.Exit(code)
 
 
 @app.command("report")
