@@ -294,3 +294,40 @@ def test_two_fix_runs_on_one_tree_corrupt_nothing(tmp_path):
     third = subprocess.run(cmd, env=_env(), capture_output=True, timeout=300)
     assert b"error" not in third.stderr
     assert all(p.read_bytes() == fixed[p] for p in originals)
+
+
+# ---------------------------------------------------------------- check --add-noqa writes files too
+@posix_only
+def test_add_noqa_writes_like_fix(tmp_path, monkeypatch):
+    from neuron_lint.add_noqa import add_noqa
+
+    real = tmp_path / "real.py"
+    real.write_bytes(b"\xef\xbb\xbf" + SCRIPT.replace("\n", "\r\n").encode())
+    real.chmod(0o640)
+    (tmp_path / "link.py").symlink_to(real)
+    protected = tmp_path / "ro.py"
+    protected.write_text(SCRIPT)
+    protected.chmod(0o444)
+    try:
+        done = add_noqa([str(tmp_path / "link.py"), str(protected)], Settings())
+    finally:
+        protected.chmod(0o644)
+    assert (tmp_path / "link.py").is_symlink()  # written through the link, not replaced by a file
+    data = real.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") and b"# noqa: NRN" in data
+    assert b"\n" not in data.replace(b"\r\n", b"")
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert protected.read_text() == SCRIPT
+    assert [e.reason for e in done.errors] == ["is read-only; left alone"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.py", "real.py", "ro.py"]
+
+
+def test_add_noqa_leaves_a_file_changed_meanwhile_alone(tmp_path, monkeypatch):
+    from neuron_lint.add_noqa import add_noqa
+
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+    monkeypatch.setattr(fixing, "_same_file", _racing_same_file(path))
+    done = add_noqa([str(path)], Settings())
+    assert "changed on disk" in done.errors[0].reason
+    assert path.read_text() == SCRIPT + "# a colleague's edit\n"
