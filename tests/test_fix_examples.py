@@ -61,3 +61,13 @@ def test_min_torch_gate_leaves_a_note_instead_of_a_fix():
     assert "2.9" in finding.fix_note and "--min-torch" in finding.fix_note
     (finding,) = check_source(src, "m.py", Settings(select=("NRN203",), min_torch="2.9"))
     assert finding.fix is not None and finding.fix_note == ""
+
+
+def test_a_guard_is_kept_while_it_protects_cuda_only_code():
+    from neuron_lint.api import check_source
+
+    src = "import torch\nif torch.cuda.is_available():\n    name = torch.cuda.get_device_name(0)\n"
+    guard = next(f for f in check_source(src, "m.py") if f.code == "NRN203")
+    assert guard.fix is None
+    assert "torch.cuda.get_device_name" in guard.fix_note
+    assert "keeps the CUDA path working" in guard.suggestion or "CUDA path still runs" in guard.suggestion
