@@ -563,3 +563,27 @@ def test_fuzz_every_nesting_depth_is_analyzed_or_refused_cleanly(shape):
             assert "nested" in str(exc) or "recursion" in str(exc), str(exc)
             continue
         assert "NRN201" in [f.code for f in findings], depth
+
+
+def test_a_worker_that_dies_does_not_hang_the_scan(tmp_path, monkeypatch):
+    """A worker killed for memory (or crashing) must not leave the run waiting forever."""
+    from neuron_lint import api, runner
+
+    for i in range(12):
+        (tmp_path / f"m{i:02}.py").write_text(CUDA + "# padding\n" * 5000)
+    real = api.check_file
+
+    def dies_on_m05(path, *args, **kwargs):
+        if str(path).endswith("m05.py"):
+            os._exit(9)  # what the kernel's OOM killer looks like from the pool's side
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(api, "check_file", dies_on_m05)
+    monkeypatch.setattr(runner, "SERIAL_BYTES", 0)
+    monkeypatch.setattr(runner, "SERIAL_FILES", 1)
+    start = time.monotonic()
+    result = check_paths([str(tmp_path)], Settings(), jobs=2)
+    assert time.monotonic() - start < 120
+    errors = errors_by_name(result)
+    assert list(errors) == ["m05.py"] and "died" in errors["m05.py"]
+    assert len(result.findings) == 11
