@@ -16,12 +16,14 @@ from typing import Iterator
 
 from .manifests import manifest_kind
 from .settings import Settings
+from .source import SourceError, read_source_bytes
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", "node_modules", "site-packages", "build", "dist",
     ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".neuron_lint_cache", ".eggs",
 })
 PY_SUFFIXES = (".py", ".pyi")
+IGNORE_FILE_LIMIT = 1024 * 1024  # a .gitignore larger than this is not read
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,9 @@ class _Ignore:
 def _read_gitignore(directory: Path, parent: _Ignore | None, names=(".gitignore",)) -> _Ignore | None:
     lines: list[str] = []
     for name in names:
-        try:
-            lines += (directory / name).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
+        try:  # bounded, and never a pipe or device: a hostile checkout may plant either
+            lines += read_source_bytes(directory / name, IGNORE_FILE_LIMIT).decode("utf-8", "replace").splitlines()
+        except (OSError, SourceError):
             continue
     if not lines:
         return parent
