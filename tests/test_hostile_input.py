@@ -587,3 +587,28 @@ def test_a_worker_that_dies_does_not_hang_the_scan(tmp_path, monkeypatch):
     errors = errors_by_name(result)
     assert list(errors) == ["m05.py"] and "died" in errors["m05.py"]
     assert len(result.findings) == 11
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs pipes and /dev/zero")
+@pytest.mark.parametrize("planted", ["fifo", "dev_zero"])
+def test_planted_pipes_and_devices_as_gitignore_or_config_do_not_hang(tmp_path, cli, planted):
+    def plant(path: Path) -> None:
+        if planted == "fifo":
+            os.mkfifo(path)
+        else:
+            os.symlink("/dev/zero", path)
+
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / GOOD_NAME).write_text(CUDA)
+    plant(tmp_path / ".gitignore")
+    plant(sub / ".gitignore")
+    r = cli("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    assert r.returncode == 1 and "sub/good.py:2:19: NRN201" in r.stdout, r.stderr
+    plant(tmp_path / "pyproject.toml")  # not a regular file: not a configuration file either
+    r = cli("check", "--no-cache", ".", cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    r = cli("check", "--no-cache", "--config", "pyproject.toml", ".", cwd=tmp_path)  # named: refused
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("neuron-lint: error:") and "pyproject.toml" in r.stderr, r.stderr
