@@ -182,7 +182,8 @@ def ddp_device_ids(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
     if analyzer.qualname(node.func) not in _DDP:
         return
     for kw in node.keywords:
-        if kw.arg in ("device_ids", "output_device") and not (isinstance(kw.value, ast.Constant) and kw.value.value is None):
+        # A literal list of indices is CUDA-specific; a variable may already be None off CUDA.
+        if kw.arg == "device_ids" and isinstance(kw.value, (ast.List, ast.Tuple)) and kw.value.elts:
             yield kw.value, kw.arg
 
 
@@ -237,3 +238,50 @@ def tensor_is_cuda(analyzer, node: ast.Attribute) -> Iterable[tuple[ast.AST, str
     if isinstance(base, ast.Name) and (base.id in ("self", "cls") or analyzer.lookup(base.id) is not None):
         return  # an object's own attribute, or a module (`torch.is_cuda` is not a tensor property)
     yield node, ".is_cuda"
+
+
+_DEVICE_NAMES = ("device", "device_*", "*_device", "DEVICE", "*_DEVICE", "DEVICE_*")
+
+
+def _cuda_literal(node: ast.AST) -> ast.AST | None:
+    """``"cuda"``, ``"cuda:1"``, ``f"cuda:{i}"`` (or either arm of ``a if c else b``); not containers."""
+    if isinstance(node, ast.IfExp):
+        return _cuda_literal(node.body) or _cuda_literal(node.orelse)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        v = node.value
+        return node if v == "cuda" or (v.startswith("cuda:") and v[5:].isdigit()) else None
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value == "cuda:":
+            return node
+    return None
+
+
+def _device_named(name: str) -> bool:
+    import fnmatch
+
+    return any(fnmatch.fnmatchcase(name, p) for p in _DEVICE_NAMES)
+
+
+@matcher(ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef)
+def device_string_assignment(analyzer, node: ast.AST) -> Iterable[tuple[ast.AST, str]]:
+    """A CUDA device string stored in a variable or parameter named like a device (not a tuple of names)."""
+    pairs: list[tuple[str, ast.AST]] = []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        positional = [*a.posonlyargs, *a.args]
+        pairs += [(p.arg, d) for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)]
+        pairs += [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+    else:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if node.value is not None:
+            for t in targets:
+                name = t.id if isinstance(t, ast.Name) else getattr(t, "attr", None)
+                if name:
+                    pairs.append((name, node.value))
+    for name, value in pairs:
+        if _device_named(name):
+            found = _cuda_literal(value)
+            if found is not None:
+                text = found.value if isinstance(found, ast.Constant) else "cuda:{…}"
+                yield found, text
