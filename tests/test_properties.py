@@ -116,7 +116,7 @@ def test_check_never_raises_on_grammar_programs(program, data):
     _check_generated(data, program)
 
 
-@QUICK
+@settings(QUICK, max_examples=10)  # libcst generation is slow; the fuzz campaign runs thousands
 @given(program=hypothesmith.from_node(), data=st.data())
 def test_check_never_raises_on_libcst_programs(program, data):
     _check_generated(data, program)
