@@ -25,7 +25,20 @@ _ENV_CALLS = {
     "os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv", "os.unsetenv",
 }
 _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# Node types that hold no code: `ctx` (Load/Store), `op` and `ops` (operators) fields hold only these.
+_LEAF_TYPES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # node type -> fields that may hold code
+_ALL_FIELDS: dict[type, tuple[str, ...]] = {}  # node type -> every field
+
+
+def _child_fields(cls: type, every: bool) -> tuple[str, ...]:
+    if every:
+        fields = _ALL_FIELDS[cls] = tuple(cls._fields)
+    else:
+        fields = _CHILD_FIELDS[cls] = tuple(f for f in cls._fields if f not in ("ctx", "op", "ops"))
+    return fields
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
 # Marks a name bound by assignment (`F = torch.func`). Such a name resolves only as the base of an
 # attribute chain (`F.grad`); used bare it is a value already reported where it was assigned.
 _ALIAS = "\x01"
@@ -100,6 +113,26 @@ class Analyzer:
                     raise KeyError(f"{rule.file}: matcher {name!r} is not defined in neuron_lint.matchers")
                 for node_type in fn.node_types:
                     self._matcher_subs.setdefault(node_type, []).append((rule, m, fn))
+        # One dictionary lookup per node: node type -> what to do with it (hot path).
+        self._handlers: dict[type, Callable] = dict(self._dispatch)
+        for node_type, subs in self._matcher_subs.items():
+            self._handlers[node_type] = self._with_matchers(subs, self._dispatch.get(node_type))
+        # Operators and load/store contexts are leaves nothing looks at: not visited unless asked for.
+        watched_leaf = any(issubclass(t, _LEAF_TYPES) for t in self._handlers)
+        self._fields = _ALL_FIELDS if watched_leaf else _CHILD_FIELDS
+        self._skip = frozenset() if watched_leaf or ast.Constant in self._handlers else frozenset({ast.Constant})
+
+    def _with_matchers(self, subs: list, handler: Callable | None) -> Callable[[ast.AST], None]:
+        def visit(node: ast.AST) -> None:
+            for rule, m, fn in subs:
+                for hit_node, subject in fn(self, node):
+                    self._hit(rule, m, hit_node, subject)
+            if handler is not None:
+                handler(node)
+            else:
+                self._visit_body(node)
+
+        return visit
 
     # ------------------------------------------------------------------ driving
     def run(self, tree: ast.Module) -> list[Hit]:
@@ -128,21 +161,27 @@ class Analyzer:
         self._guard_depth -= added
 
     def visit(self, node: ast.AST) -> None:
-        subs = self._matcher_subs.get(type(node)) if self._matcher_subs else None
-        if subs:
-            for rule, m, fn in subs:
-                for hit_node, subject in fn(self, node):
-                    self._hit(rule, m, hit_node, subject)
-        handler = self._dispatch.get(type(node))
+        handler = self._handlers.get(node.__class__)
         if handler is not None:
             handler(node)
         else:
-            for child in ast.iter_child_nodes(node):
-                self.visit(child)
+            self._visit_body(node)
 
     def _visit_body(self, node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            self.visit(child)
+        """Visit the children of ``node`` in ``ast.iter_child_nodes`` order (less unwatched leaves)."""
+        cls = node.__class__
+        fields = self._fields.get(cls)
+        if fields is None:
+            fields = _child_fields(cls, self._fields is _ALL_FIELDS)
+        visit, skip, AST = self.visit, self._skip, ast.AST
+        for name in fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, AST) and item.__class__ not in skip:
+                        visit(item)
+            elif isinstance(value, AST) and value.__class__ not in skip:
+                visit(value)
 
     # ------------------------------------------------------------------ names
     def lookup(self, name: str) -> str | None:

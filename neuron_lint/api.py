@@ -193,15 +193,24 @@ def iter_files(paths: Iterable[str], settings: Settings) -> Iterable[Path | Miss
     return iter_python_files(list(paths), settings)
 
 
-def check_paths(paths: Iterable[str] = (".",), settings: Settings | None = None, catalog: Catalog | None = None) -> CheckResult:
-    """Check every Python file under ``paths``; unreadable files are reported, not raised."""
+def check_paths(
+    paths: Iterable[str] = (".",),
+    settings: Settings | None = None,
+    catalog: Catalog | None = None,
+    *,
+    jobs: int | None = None,
+    cache=None,
+    progress=None,
+) -> CheckResult:
+    """Check every file under ``paths``; unreadable files are reported, not raised.
+
+    ``jobs``: worker processes (None: one per CPU; small inputs stay in one process).
+    ``cache``: a :class:`neuron_lint.cache.Cache`, or None to check every file afresh.
+    ``progress``: ``start(total) -> advance(n)``, for a progress bar (:mod:`neuron_lint.progress`).
+    The result is the same for every ``jobs`` and cache state.
+    """
+    from .runner import run
+
     settings = settings or Settings()
     catalog = catalog or load_catalog()
-    total = CheckResult()
-    for item in iter_files(paths, settings):
-        if isinstance(item, Missing):
-            total.errors.append(FileError(item.path, item.reason))
-            continue
-        total.extend(check_file(item, settings, catalog))
-    total.findings.sort(key=lambda f: f.sort_key)
-    return total
+    return run(paths, settings, catalog, jobs=jobs, cache=cache, progress=progress)

@@ -76,6 +76,8 @@ def check(
     show_source: bool = typer.Option(True, "--show-source/--no-show-source", help="Show the source line of each finding."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Worker processes (0: one per CPU; small runs use one)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Check every file afresh; do not read or write .neuron_lint_cache/."),
     fix: bool = typer.Option(False, "--fix", help="Apply the safe fixes first (like `neuron-lint fix`), then report what is left."),
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and write nothing (exit 1 if there is something to change)."),
     unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply (or count as fixable) unsafe fixes."),
@@ -104,7 +106,7 @@ def check(
             fixed_code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
             if diff:
                 raise typer.Exit(fixed_code)
-        result = check_paths(paths or ["."], settings)
+        result = check_paths(paths or ["."], settings, jobs=jobs or None, cache=open_cache(settings, no_cache))
         report_errors(result, verbose)
         renderer(result, sys.stdout, RenderOptions(show_source=show_source, quiet=quiet, unsafe_fixes=settings.unsafe_fixes))
         sys.stdout.flush()
@@ -130,6 +132,28 @@ def fix_options(device: Optional[str], min_torch: Optional[str], unsafe_fixes: O
     if min_torch is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", min_torch):
         raise fail(f"--min-torch: must be a version such as 2.6, not {min_torch!r}")
     return {"device": device, "min_torch": min_torch, "unsafe_fixes": unsafe_fixes}
+
+
+def open_cache(settings, no_cache: bool):
+    """The project's result cache, or None with --no-cache (or NEURON_LINT_NO_CACHE=1)."""
+    if no_cache or os.environ.get("NEURON_LINT_NO_CACHE", "") not in ("", "0"):
+        return None
+    from .cache import Cache, default_cache_dir
+
+    return Cache(default_cache_dir(), settings)
+
+
+@app.command("clean")
+def clean_cmd() -> None:
+    """Remove the result cache (.neuron_lint_cache/ at the project root)."""
+    from .cache import clean, default_cache_dir
+
+    directory = default_cache_dir()
+    try:
+        removed = clean(directory)
+    except (OSError, ValueError) as exc:
+        raise fail(f"cannot remove {directory}: {exc}")
+    typer.echo(f"Removed {directory}" if removed else f"No cache at {directory}")
 
 
 @app.command("fix")

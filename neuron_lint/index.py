@@ -32,6 +32,8 @@ def longest_literal(pattern: str) -> str:
 
 
 Payload = tuple[Rule, Match]
+#: Distinct names remembered per index before the memo starts afresh (bounds memory on huge trees).
+_MEMO_LIMIT = 100_000
 
 
 @dataclass
@@ -45,10 +47,12 @@ class DottedIndex:
     """
 
     exact: dict[str, list[Payload]] = field(default_factory=dict)
+    _memo: dict[str, tuple[Payload, ...]] = field(default_factory=dict, repr=False, compare=False)
     # parent dotted path -> [(compiled glob for the last component, payload)]
     globs: dict[str, list[tuple[re.Pattern, Payload]]] = field(default_factory=dict)
 
     def add(self, pattern: str, payload: Payload) -> None:
+        self._memo.clear()
         parent, _, last = pattern.rpartition(".")
         if is_glob(parent):
             raise ValueError(f"only the last component of {pattern!r} may be a glob")
@@ -57,7 +61,16 @@ class DottedIndex:
         else:
             self.exact.setdefault(pattern, []).append(payload)
 
-    def lookup(self, name: str) -> list[Payload]:
+    def lookup(self, name: str) -> tuple[Payload, ...]:
+        """Payloads for a dotted name (memoized: the walk asks about the same names over and over)."""
+        hits = self._memo.get(name)
+        if hits is None:
+            if len(self._memo) > _MEMO_LIMIT:
+                self._memo.clear()
+            hits = self._memo[name] = tuple(self._lookup(name))
+        return hits
+
+    def _lookup(self, name: str) -> list[Payload]:
         parts = name.split(".")
         for k in range(len(parts), 0, -1):
             prefix = ".".join(parts[:k]) if k != len(parts) else name
@@ -80,14 +93,25 @@ class FlatIndex:
 
     exact: dict[str, list[Payload]] = field(default_factory=dict)
     globs: list[tuple[re.Pattern, Payload]] = field(default_factory=list)
+    _memo: dict[str, tuple[Payload, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, pattern: str, payload: Payload) -> None:
+        self._memo.clear()
         if is_glob(pattern):
             self.globs.append((re.compile(fnmatch.translate(pattern)), payload))
         else:
             self.exact.setdefault(pattern, []).append(payload)
 
-    def lookup(self, key: str) -> list[Payload]:
+    def lookup(self, key: str) -> tuple[Payload, ...]:
+        """Payloads for a key (memoized, like :meth:`DottedIndex.lookup`)."""
+        hits = self._memo.get(key)
+        if hits is None:
+            if len(self._memo) > _MEMO_LIMIT:
+                self._memo.clear()
+            hits = self._memo[key] = tuple(self._lookup(key))
+        return hits
+
+    def _lookup(self, key: str) -> list[Payload]:
         hits = self.exact.get(key)
         hits = list(hits) if hits else []
         if self.globs:

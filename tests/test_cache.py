@@ -1,0 +1,151 @@
+"""The result cache: where it lives, what invalidates it, and that it can never break a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import neuron_lint.cache as cache_mod
+from neuron_lint.api import check_paths
+from neuron_lint.cache import Cache, project_root
+from neuron_lint.settings import Settings
+
+CUDA = "import torch\nx = torch.ones(2).cuda()\n"
+
+
+def codes(result):
+    return [(Path(f.path).name, f.line, f.code) for f in result.findings]
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text(CUDA)
+    (tmp_path / "src" / "b.py").write_text("import torch\ny = torch.zeros(2, dtype=torch.float64)\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(settings=None, cache_dir=".neuron_lint_cache"):
+    settings = settings or Settings()
+    c = Cache(Path(cache_dir), settings)
+    return check_paths(["src"], settings, jobs=1, cache=c), c
+
+
+def test_content_change_is_seen(proj):
+    first, _ = run()
+    assert ("a.py", 2, "NRN201") in codes(first)
+    (proj / "src" / "a.py").write_text("import torch\nx = torch.ones(2)\n\nz = torch.sparse.mm(a, b)\n")
+    second, c = run()
+    assert ("a.py", 2, "NRN201") not in codes(second)
+    assert ("a.py", 4, "NRN101") in codes(second)
+    assert c.hits == 1 and c.misses == 1  # b.py unchanged, a.py checked again
+
+
+def test_settings_change_is_seen(proj):
+    only_cuda, _ = run(Settings(select=("NRN2",)))
+    assert {c for _, _, c in codes(only_cuda)} == {"NRN201"}
+    everything, c = run(Settings())
+    assert {"NRN201", "NRN301"} <= {c for _, _, c in codes(everything)}
+    assert c.hits == 0
+    again, c = run(Settings(select=("NRN2",)))
+    assert codes(again) == codes(only_cuda) and c.misses == 0
+
+
+def test_any_new_setting_is_part_of_the_key():
+    """Settings added later (noqa, config, ...) change the key without anyone remembering to add them."""
+    import dataclasses
+
+    base = Settings()
+    for f in dataclasses.fields(Settings):
+        if f.name in cache_mod._NOT_IN_KEY or f.name == "extra":
+            continue
+        value = getattr(base, f.name)
+        if isinstance(value, bool):
+            changed = not value
+        elif isinstance(value, int):
+            changed = value + 1
+        elif isinstance(value, str):
+            changed = value + "x"
+        elif isinstance(value, tuple):
+            changed = value + (("X", ("Y",)) if f.name == "per_file_ignores" else ("NRN999",))
+        else:
+            continue
+        other = dataclasses.replace(base, **{f.name: changed})
+        assert cache_mod.settings_fingerprint(other) != cache_mod.settings_fingerprint(base), f.name
+    assert cache_mod.settings_fingerprint(dataclasses.replace(base, output_format="concise")) == cache_mod.settings_fingerprint(base)
+
+
+def test_version_change_invalidates(proj, monkeypatch):
+    run()
+    _, c = run()
+    assert c.misses == 0
+    monkeypatch.setattr(cache_mod, "__version__", "999.0")
+    result, c = run()
+    assert c.hits == 0 and ("a.py", 2, "NRN201") in codes(result)
+
+
+def test_catalog_change_invalidates(proj, monkeypatch, tmp_path):
+    import shutil
+
+    from neuron_lint import catalog as catalog_mod
+
+    run()
+    rules = tmp_path / "rules_copy"
+    shutil.copytree(catalog_mod.rules_dir(), rules)
+    monkeypatch.setattr(catalog_mod, "rules_dir", lambda: rules)
+    _, c = run()
+    assert c.misses == 0  # the same rule files: same key
+    first = sorted(rules.glob("*.toml"))[0]
+    first.write_text(first.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    _, c = run()
+    assert c.hits == 0
+
+
+def test_syntax_errors_are_cached_too(proj):
+    (proj / "src" / "bad.py").write_text("def f(:\n")
+    first, _ = run()
+    second, c = run()
+    assert [e.path for e in first.errors] == [e.path for e in second.errors] == [str(Path("src/bad.py"))]
+    assert second.errors[0].line == first.errors[0].line and c.misses == 0
+
+
+def test_corrupt_entries_are_ignored(proj):
+    expected, _ = run()
+    for entry in Path(".neuron_lint_cache").rglob("*.json"):
+        entry.write_bytes(b'{"@": "CheckResult", "findings": [{"@": "os.system"}]')
+    result, c = run()
+    assert codes(result) == codes(expected) and c.hits == 0
+    result, c = run()  # and the entries were rewritten
+    assert codes(result) == codes(expected) and c.misses == 0
+
+
+def test_unwritable_cache_never_fails_the_run(proj):
+    Path("blocked").write_text("a file where the cache folder should be")
+    result, c = run(cache_dir="blocked/cache")
+    assert ("a.py", 2, "NRN201") in codes(result) and not c.writable
+
+
+def test_project_root_is_found_from_a_subfolder(proj):
+    assert project_root(proj / "src") == proj
+    assert cache_mod.default_cache_dir() == proj / ".neuron_lint_cache"
+
+
+def test_cli_uses_project_cache_with_gitignore_and_clean_removes_it(cli, proj):
+    r = cli("check", ".", cwd=proj / "src")
+    assert r.returncode == 1
+    cache_dir = proj / ".neuron_lint_cache"
+    assert (cache_dir / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert any(cache_dir.rglob("*.json"))
+    r = cli("clean", cwd=proj)
+    assert r.returncode == 0 and not cache_dir.exists()
+    r = cli("clean", cwd=proj)
+    assert r.returncode == 0 and "No cache" in r.stdout
+
+
+def test_no_cache_writes_nothing(cli, proj):
+    r = cli("check", "--no-cache", "src", cwd=proj)
+    assert r.returncode == 1 and "NRN201" in r.stdout
+    assert not (proj / ".neuron_lint_cache").exists()
