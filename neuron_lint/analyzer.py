@@ -82,6 +82,7 @@ class Analyzer:
         self._deferred: list[tuple[ast.AST, list[dict]]] = []
         self._compare_operands: set[int] = set()
         self._guard_depth = 0
+        self._reported_packages: set[tuple[str, str]] = set()
         self.import_bindings: dict[str, str] = {}  # module-level name -> qualified name
         self._dispatch = {
             ast.Import: self._visit_import,
@@ -262,8 +263,14 @@ class Analyzer:
         for rule, m in hits:
             if self._guard_depth and not m.guarded:
                 continue
-            self._hit(rule, m, node, module)
             found = True
+            if all("." not in p for p in m.patterns):
+                # `import triton` then `import triton.language as tl`: the file uses one package, one finding
+                key = (rule.code, module.split(".", 1)[0])
+                if key in self._reported_packages:
+                    continue
+                self._reported_packages.add(key)
+            self._hit(rule, m, node, module)
         return found
 
     def _visit_try(self, node: ast.AST) -> None:
@@ -394,6 +401,11 @@ class Analyzer:
         index = self.index
         if node.keywords and _on_cpu(node):
             self._compare_operands.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
+        if isinstance(func, ast.Attribute) and func.attr == "cpu" and isinstance(func.value, ast.Call):
+            inner = func.value  # `w.to(torch.float64).cpu()`: the float64 copy is for the host
+            if isinstance(inner.func, ast.Attribute) and inner.func.attr == "to":
+                self._compare_operands.update(id(a) for a in inner.args)
+                self._compare_operands.update(id(kw.value) for kw in inner.keywords if kw.arg == "dtype")
         if index.calls or index.methods or index.env:
             qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
             is_method = qual is None and isinstance(func, ast.Attribute)

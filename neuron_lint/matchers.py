@@ -214,7 +214,7 @@ _GRAD_SCALERS = frozenset({
 
 @matcher(ast.Call)
 def grad_scaler_construction(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
-    """A gradient scaler being created, unless its device is the literal "cuda" (NRN205 reports that call)."""
+    """A gradient scaler for Neuron or for whatever device the code runs on (not a literal other device)."""
     if not isinstance(node.func, (ast.Name, ast.Attribute)):
         return
     qual = analyzer.qualname(node.func)
@@ -224,8 +224,8 @@ def grad_scaler_construction(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST
     for kw in node.keywords:
         if kw.arg == "device":
             device = kw.value
-    if isinstance(device, ast.Constant) and isinstance(device.value, str) and device.value.startswith("cuda"):
-        return
+    if isinstance(device, ast.Constant) and isinstance(device.value, str) and not device.value.startswith("neuron"):
+        return  # "cuda": NRN205 reports it; "hpu", "xpu", "mps": a branch for another device
     yield node.func, qual
 
 

@@ -104,6 +104,7 @@ def test_generate_needs_transformers_in_the_file():
         "import torch\nd = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32\n",
         "import torch\nx = torch.zeros(2, dtype=torch.float64, device='cpu')\n",
         "import torch\nx = torch.zeros(2, dtype=torch.complex64, device=torch.device('cpu'))\n",
+        "import torch\nw = W.detach().to(torch.float64).cpu()\n",
     ],
 )
 def test_dtypes_that_never_reach_the_device_are_silent(src):
@@ -115,6 +116,7 @@ def test_dtypes_that_never_reach_the_device_are_silent(src):
     [
         "import torch\nx = torch.zeros(2, dtype=torch.float64, device=dev)\n",
         "import torch\nd = torch.float64 if args.fp64 else torch.float32\n",
+        "import torch\nw = W.to(torch.float64).sum().cpu()\n",
         "import torch\nx = torch.zeros(2, dtype=torch.float64, device=torch.device('cuda'))\n",
     ],
 )
@@ -155,3 +157,12 @@ def test_a_projects_own_package_is_not_a_cuda_package(tmp_path):
     other.parent.mkdir()
     other.write_text("from mamba_ssm.models import MambaLMHeadModel\n")
     assert _walk_file(other) == ["NRN612"]
+
+
+def test_one_import_finding_per_package_and_file():
+    src = "import triton\nimport triton.language as tl\nfrom triton import testing\n"
+    found = [f for f in check_source(src, "t.py", ALL) if f.code == "NRN601"]
+    assert [f.line for f in found] == [1]
+    # a guarded import does not use up the file's finding
+    src = "try:\n    import triton\nexcept ImportError:\n    pass\nimport triton.language as tl\n"
+    assert [f.line for f in check_source(src, "t.py", ALL) if f.code == "NRN601"] == [5]
