@@ -21,6 +21,7 @@ from .errors import ParseError
 from .fixes import FixContext, fix_for
 from .index import build_index
 from .matchers import MATCHERS
+from . import noqa
 from .manifests import check_manifest, manifest_kind
 from .model import CheckResult, FileError, Finding
 from .newer_syntax import newer_python_hint
@@ -79,9 +80,12 @@ def analyze_source(
     # Always parse (ast is cheap), so a syntax error is reported in every file; walk the tree
     # only when the file contains a word some enabled rule needs.
     tree = parse(text, path)
+    directives = noqa.scan(text)
+    if noqa.file_exempt(directives) and noqa.UNUSED_CODE not in codes:
+        return [], False  # `# neuron-lint: noqa`: nothing in this file is reported
     if not index.rules or (settings.prefilter and not may_match(text, index)):
         return [], False
-    work = functools.partial(_tree_findings, text, path, settings, catalog, codes, index)
+    work = functools.partial(_tree_findings, text, path, settings, catalog, codes, index, directives)
     try:
         findings = work(tree)
     except RecursionError:  # a tree deeper than the recursion limit: again, with room for it
@@ -89,9 +93,9 @@ def analyze_source(
     return findings, True
 
 
-def _tree_findings(text, path, settings, catalog, codes, index, tree) -> list[Finding]:
-    """Walk a parsed module and turn its hits into findings (with fixes)."""
-    analyzer = Analyzer(index, MATCHERS)
+def _tree_findings(text, path, settings, catalog, codes, index, directives, tree) -> list[Finding]:
+    """Walk a parsed module and turn its hits into findings (with fixes), less those under noqa."""
+    analyzer = Analyzer(index, MATCHERS, path=path)
     hits = analyzer.run(tree)
     lines = LineIndex(text)
     ctx = None
@@ -109,6 +113,7 @@ def _tree_findings(text, path, settings, catalog, codes, index, tree) -> list[Fi
                 ctx = FixContext(text, tree, lines, settings, analyzer.import_bindings)
             fix = fix_for(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
+    findings = noqa.filter_findings(findings, text, path, codes, catalog, directives)
     findings.sort(key=lambda f: f.sort_key)
     return findings
 

@@ -69,10 +69,20 @@ def report_errors(result, verbose: bool = False) -> None:
 @app.command()
 def check(
     paths: Optional[List[str]] = typer.Argument(None, help="Files or directories to check (default: the current directory)."),
-    output_format: str = typer.Option("full", "--output-format", help="full, concise."),
+    output_format: Optional[str] = typer.Option(None, "--output-format", help="full (default), concise, json, sarif, github or junit."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rule codes or prefixes (comma-separated)."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these codes or prefixes."),
+    per_file_ignores: Optional[List[str]] = typer.Option(None, "--per-file-ignores", help='Skip codes in matching files: "GLOB:CODES" (repeatable).'),
+    exclude: Optional[List[str]] = typer.Option(None, "--exclude", help="Skip files and folders matching this glob (replaces the config's list; repeatable)."),
+    extend_exclude: Optional[List[str]] = typer.Option(None, "--extend-exclude", help="Skip these globs too (repeatable)."),
+    respect_gitignore: Optional[bool] = typer.Option(None, "--respect-gitignore/--no-respect-gitignore", help="Skip files .gitignore ignores (default: yes)."),
+    force_exclude: Optional[bool] = typer.Option(None, "--force-exclude/--no-force-exclude", help="Apply excludes to files named on the command line too (for pre-commit)."),
+    config: Optional[str] = typer.Option(None, "--config", help="Read settings from this file instead of searching for one."),
+    isolated: bool = typer.Option(False, "--isolated", help="Ignore every configuration file."),
+    statistics: bool = typer.Option(False, "--statistics", help="Print a count per rule instead of the findings."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings (errors still exit 2)."),
+    add_noqa: bool = typer.Option(False, "--add-noqa", help="Write a `# noqa` comment for every current finding."),
     show_source: bool = typer.Option(True, "--show-source/--no-show-source", help="Show the source line of each finding."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
@@ -87,18 +97,19 @@ def check(
     """Check Python files for code that breaks or behaves differently on Trainium."""
     try:
         from .api import check_paths
+        from .config import ConfigError, from_command_line
         from .render import RenderOptions, get_renderer
-        from .settings import Settings
 
-        sel, ext, ign = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
-        for codes, opt in ((sel, "--select"), (ext, "--extend-select"), (ign, "--ignore")):
-            _check_codes(codes, opt)
         try:
-            renderer = get_renderer(output_format)
-        except ValueError as exc:
+            settings = from_command_line(
+                paths or ["."], config=config, isolated=isolated, select=select, extend_select=extend_select,
+                ignore=ignore, per_file_ignores=per_file_ignores, output_format=output_format, exclude=exclude,
+                extend_exclude=extend_exclude, respect_gitignore=respect_gitignore, force_exclude=force_exclude,
+                **fix_options(device, min_torch, unsafe_fixes),
+            ).settings
+        except ConfigError as exc:
             raise fail(str(exc))
-        fix_values = {k: v for k, v in fix_options(device, min_torch, unsafe_fixes).items() if v is not None}
-        settings = Settings(select=sel, extend_select=ext, ignore=ign, output_format=output_format, **fix_values)
+        renderer = get_renderer(settings.output_format)
         fixed_code = 0
         if fix or diff:
             from .fix_command import run_fix
@@ -106,9 +117,19 @@ def check(
             fixed_code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
             if diff:
                 raise typer.Exit(fixed_code)
-        result = check_paths(paths or ["."], settings, jobs=jobs or None, cache=open_cache(settings, no_cache))
+        if add_noqa:
+            _add_noqa(paths or ["."], settings, quiet, verbose)
+        from .progress import progress_bar, wanted
+
+        with progress_bar(wanted(settings.output_format, quiet) and not statistics) as progress:
+            result = check_paths(paths or ["."], settings, jobs=jobs or None, cache=open_cache(settings, no_cache), progress=progress)
         report_errors(result, verbose)
-        renderer(result, sys.stdout, RenderOptions(show_source=show_source, quiet=quiet, unsafe_fixes=settings.unsafe_fixes))
+        if statistics:
+            from .render.statistics import render_statistics
+
+            render_statistics(result, sys.stdout, as_json=settings.output_format == "json")
+        else:
+            renderer(result, sys.stdout, RenderOptions(show_source=show_source, quiet=quiet, unsafe_fixes=settings.unsafe_fixes))
         sys.stdout.flush()
     except typer.Exit:
         raise
@@ -120,7 +141,7 @@ def check(
         raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
     if result.errors or fixed_code == EXIT_ERROR:
         raise typer.Exit(EXIT_ERROR)
-    raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)
+    raise typer.Exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_OK)
 
 
 def fix_options(device: Optional[str], min_torch: Optional[str], unsafe_fixes: Optional[bool]) -> dict:
@@ -132,6 +153,63 @@ def fix_options(device: Optional[str], min_torch: Optional[str], unsafe_fixes: O
     if min_torch is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", min_torch):
         raise fail(f"--min-torch: must be a version such as 2.6, not {min_torch!r}")
     return {"device": device, "min_torch": min_torch, "unsafe_fixes": unsafe_fixes}
+
+
+@app.command("fix")
+def fix_cmd(
+    paths: Optional[List[str]] = typer.Argument(None, help="Files or directories to fix (default: the current directory)."),
+    diff: bool = typer.Option(False, "--diff", help="Print a unified diff and write nothing (exit 1 if there is something to change, else 0)."),
+    unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes (they can change behaviour; review the diff)."),
+    device: Optional[str] = typer.Option(None, "--device", help="accelerator (default): vendor-neutral torch.accelerator code that still runs on GPUs; neuron: plain \"neuron\"."),
+    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default 2.6); APIs newer than that stay suggestions."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only fix these rule codes or prefixes (comma-separated)."),
+    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix these codes or prefixes."),
+    config: Optional[str] = typer.Option(None, "--config", help="Read settings from this file instead of searching for one."),
+    isolated: bool = typer.Option(False, "--isolated", help="Ignore every configuration file."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (and the diff)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
+) -> None:
+    """Rewrite CUDA-specific code into device-agnostic PyTorch; report what changed and what is left.
+
+    Exit codes: 0 nothing left to report (with --diff: nothing to change), 1 findings remain (with
+    --diff: there is something to change), 2 usage error or a file that could not be read, parsed or
+    written (the other files are still fixed).
+    """
+    try:
+        from .config import ConfigError, from_command_line
+        from .fix_command import run_fix
+
+        try:
+            settings = from_command_line(
+                paths or ["."], config=config, isolated=isolated, select=select, extend_select=extend_select,
+                ignore=ignore, **fix_options(device, min_torch, unsafe_fixes),
+            ).settings
+        except ConfigError as exc:
+            raise fail(str(exc))
+        code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
+        sys.stdout.flush()
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        raise fail("interrupted", 130)
+    except Exception as exc:  # never a traceback unless asked for
+        if verbose:
+            raise
+        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
+    raise typer.Exit(code)
+
+
+def _add_noqa(paths: list[str], settings, quiet: bool, verbose: bool) -> None:
+    """``check --add-noqa``: suppress every current finding, say how many, and exit."""
+    from .add_noqa import add_noqa
+
+    done = add_noqa(paths, settings)
+    report_errors(done, verbose)
+    if not quiet:
+        files = f" in {len(done.files)} file{'s' if len(done.files) != 1 else ''}" if done.files else ""
+        typer.echo(f"Added {done.added} noqa directive{'s' if done.added != 1 else ''}{files}.", err=True)
+    raise typer.Exit(EXIT_ERROR if done.errors else EXIT_OK)
 
 
 def open_cache(settings, no_cache: bool):
@@ -156,47 +234,6 @@ def clean_cmd() -> None:
     typer.echo(f"Removed {directory}" if removed else f"No cache at {directory}")
 
 
-@app.command("fix")
-def fix_cmd(
-    paths: Optional[List[str]] = typer.Argument(None, help="Files or directories to fix (default: the current directory)."),
-    diff: bool = typer.Option(False, "--diff", help="Print a unified diff and write nothing (exit 1 if there is something to change, else 0)."),
-    unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes (they can change behaviour; review the diff)."),
-    device: Optional[str] = typer.Option(None, "--device", help="accelerator (default): vendor-neutral torch.accelerator code that still runs on GPUs; neuron: plain \"neuron\"."),
-    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default 2.6); APIs newer than that stay suggestions."),
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Only fix these rule codes or prefixes (comma-separated)."),
-    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix these codes or prefixes."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (and the diff)."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
-) -> None:
-    """Rewrite CUDA-specific code into device-agnostic PyTorch; report what changed and what is left.
-
-    Exit codes: 0 nothing left to report (with --diff: nothing to change), 1 findings remain (with
-    --diff: there is something to change), 2 usage error or a file that could not be read, parsed or
-    written (the other files are still fixed).
-    """
-    try:
-        from .fix_command import run_fix
-        from .settings import Settings
-
-        sel, ext, ign = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
-        for codes, opt in ((sel, "--select"), (ext, "--extend-select"), (ign, "--ignore")):
-            _check_codes(codes, opt)
-        fix_values = {k: v for k, v in fix_options(device, min_torch, unsafe_fixes).items() if v is not None}
-        settings = Settings(select=sel, extend_select=ext, ignore=ign, **fix_values)
-        code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
-        sys.stdout.flush()
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        raise fail("interrupted", 130)
-    except Exception as exc:  # never a traceback unless asked for
-        if verbose:
-            raise
-        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
-    raise typer.Exit(code)
-
-
 @app.command("report")
 def report_cmd(
     paths: Optional[List[str]] = typer.Argument(None, help="Files or directories to assess (default: the current directory)."),
@@ -205,6 +242,8 @@ def report_cmd(
     select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rule codes or prefixes (comma-separated)."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these codes or prefixes."),
+    config: Optional[str] = typer.Option(None, "--config", help="Read settings from this file instead of searching for one."),
+    isolated: bool = typer.Option(False, "--isolated", help="Ignore every configuration file."),
     top: int = typer.Option(10, "--top", min=1, help="How many of the files that need most work to list."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
 ) -> None:
@@ -215,18 +254,16 @@ def report_cmd(
     """
     try:
         from .api import check_paths, iter_files
-        from .settings import Settings
+        from .config import ConfigError, from_command_line
         from .discovery import Missing
         from .report import build_report, get_report_renderer
 
-        sel, ext, ign = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
-        for codes, opt in ((sel, "--select"), (ext, "--extend-select"), (ign, "--ignore")):
-            _check_codes(codes, opt)
         try:
             renderer = get_report_renderer(report_format)
-        except ValueError as exc:
+            settings = from_command_line(paths or ["."], config=config, isolated=isolated, select=select,
+                                         extend_select=extend_select, ignore=ignore).settings
+        except (ValueError, ConfigError) as exc:
             raise fail(str(exc))
-        settings = Settings(select=sel, extend_select=ext, ignore=ign)
         roots = paths or ["."]
         result = check_paths(roots, settings)
         report_errors(result, verbose)

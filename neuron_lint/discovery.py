@@ -106,6 +106,12 @@ def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(posix, p) or fnmatch.fnmatchcase(posix, f"*/{p}") for p in patterns)
 
 
+def _force_excluded(path: Path, patterns: tuple[str, ...]) -> bool:
+    """With ``force_exclude``: a named file is skipped when it or a folder above it is excluded."""
+    rel = Path(os.path.normpath(path))
+    return any(_excluded(p, patterns) for p in (rel, *rel.parents) if p.name)
+
+
 def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | Missing]:
     """Yield files to check (and ``Missing`` for named paths that do not exist), without repeats."""
     seen: set[str] = set()
@@ -127,6 +133,8 @@ def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | M
                     seen.add(key)
                     yield file
         else:
+            if settings.force_exclude and _force_excluded(path, excludes):
+                continue
             key = os.path.normpath(os.path.abspath(path))
             if key not in seen:
                 seen.add(key)

@@ -22,6 +22,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
+    force_exclude: bool = False  # apply exclude patterns to files named explicitly too (pre-commit)
     follow_symlinks: bool = False
     output_format: str = "full"
     # fix options

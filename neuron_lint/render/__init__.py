@@ -16,7 +16,14 @@ from ..model import CheckResult
 FORMATS: dict[str, str] = {
     "full": "neuron_lint.render.full:render",
     "concise": "neuron_lint.render.concise:render",
+    "json": "neuron_lint.render.json:render",
+    "sarif": "neuron_lint.render.sarif:render",
+    "github": "neuron_lint.render.github:render",
+    "junit": "neuron_lint.render.junit:render",
 }
+
+#: Formats read by programs: nothing else (summary, statistics text, progress bar) is mixed in.
+MACHINE_FORMATS = frozenset({"json", "sarif", "github", "junit"})
 
 
 @dataclass

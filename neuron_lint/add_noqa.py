@@ -1,0 +1,112 @@
+"""``neuron-lint check --add-noqa``: write a ``# noqa: CODES`` for every current finding.
+
+A large repository can adopt neuron-lint today: existing findings are silenced where they are,
+new ones are reported. Codes are appended to a ``# noqa`` already on the line; a line's other
+comments are kept. Running it twice changes nothing the second time. Files are rewritten
+atomically, keeping their encoding, BOM, line endings and permissions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .catalog import Catalog, load_catalog
+from .model import FileError, Finding
+from .noqa import UNUSED_CODE, Directives, scan
+from .settings import Settings
+from .source import SourceError, decode, encode
+
+_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+@dataclass
+class AddNoqaResult:
+    added: int = 0  # directives written or extended
+    files: list[str] = field(default_factory=list)  # files changed
+    errors: list[FileError] = field(default_factory=list)
+
+
+def add_noqa_to_text(text: str, findings: list[Finding], directives: Directives | None = None) -> tuple[str, int]:
+    """``text`` with suppressions for ``findings``, and how many lines got one."""
+    directives = directives if directives is not None else scan(text)
+    wanted: dict[int, list[str]] = {}
+    for f in findings:
+        if f.code == UNUSED_CODE:
+            continue  # an unused-suppression finding is fixed by removing it, not by another noqa
+        codes = wanted.setdefault(directives.target_line(f.line), [])
+        if f.code not in codes:
+            codes.append(f.code)
+    if not wanted:
+        return text, 0
+    lines = _LINE_WITH_END.findall(text)
+    changed = 0
+    for n, codes in sorted(wanted.items()):
+        if not 1 <= n <= len(lines):
+            continue
+        raw = lines[n - 1]
+        body = raw.rstrip("\r\n")
+        ending = raw[len(body):]
+        existing = directives.lines.get(n)
+        if existing is not None:
+            if existing.codes is None:
+                continue  # a bare noqa already silences everything on this line
+            missing = [c for c in sorted(codes) if c not in existing.codes]
+            if not missing:
+                continue
+            at = existing.code_spans[-1][1]
+            body = body[:at] + "".join(f", {c}" for c in missing) + body[at:]
+        else:
+            body = body.rstrip() + f"  # noqa: {', '.join(sorted(codes))}"
+        lines[n - 1] = body + ending
+        changed += 1
+    return "".join(lines), changed
+
+
+def write_atomic(path: Path, data: bytes, original: bytes | None = None, st: os.stat_result | None = None) -> None:
+    """Replace a file's bytes in one step the way ``fix`` does (see :func:`neuron_lint.fixing.atomic_write`):
+    mode kept, symlinks written through, signal-safe, refused if the file is not ``original`` any more."""
+    from .fixing import atomic_write
+
+    if st is None or original is None:
+        st = os.stat(path)
+        original = Path(path).read_bytes()
+    atomic_write(str(path), data, original, st)
+
+
+def add_noqa(paths: list[str], settings: Settings, catalog: Catalog | None = None) -> AddNoqaResult:
+    """Add suppressions for every finding in the files under ``paths``."""
+    from .api import analyze_source, check_paths
+    from .errors import ParseError
+    from .fixing import FileChanged, ReadOnly
+
+    catalog = catalog or load_catalog()
+    result = AddNoqaResult()
+    checked = check_paths(paths, settings, catalog)
+    result.errors.extend(checked.errors)
+    for shown in sorted({f.path for f in checked.findings if f.code != UNUSED_CODE}):
+        path = Path(shown)
+        try:
+            st = os.stat(path)
+            original = path.read_bytes()
+            source = decode(original)
+            # analyse again: the file is written from exactly the text its findings came from
+            findings, _ = analyze_source(source.text, shown, settings, catalog)
+            new_text, n = add_noqa_to_text(source.text, findings)
+            if n:
+                write_atomic(path, encode(source, new_text), original, st)
+        except FileChanged:
+            result.errors.append(FileError(shown, "changed on disk while noqa comments were being added; left alone"))
+            continue
+        except ReadOnly:
+            result.errors.append(FileError(shown, "is read-only; left alone"))
+            continue
+        except (OSError, SourceError, ParseError) as exc:
+            result.errors.append(FileError(shown, f"cannot add noqa: {getattr(exc, 'strerror', None) or exc}"))
+            continue
+        if n:
+            result.added += n
+            result.files.append(shown)
+    return result

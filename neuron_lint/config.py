@@ -1,0 +1,300 @@
+"""Configuration files: find them, validate them, and merge them with command-line options.
+
+neuron-lint reads ``[tool.neuron-lint]`` from a ``pyproject.toml``, or the top level of a
+``neuron-lint.toml``, found by walking up from the checked paths (``neuron-lint.toml`` wins in
+the same folder). ``--config PATH`` names the file; ``--isolated`` ignores every file. Command-line
+options override the file. Every mistake is a :class:`ConfigError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import UsageError
+from .settings import Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+SECTION = "tool.neuron-lint"
+CONFIG_LIMIT = 1024 * 1024  # bytes; a configuration file larger than this is refused
+OWN_FILE = "neuron-lint.toml"
+DEVICES = ("accelerator", "neuron")
+_VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")
+
+
+class ConfigError(UsageError):
+    """A configuration file (or option) is wrong; the message names the file and the key."""
+
+
+def _codes(value: Any, where: str) -> tuple[str, ...]:
+    from .catalog import load_catalog
+
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: must be a list of rule codes or prefixes, such as [\"NRN2\", \"NRN301\"]")
+    known = load_catalog().codes
+    out = []
+    for raw in value:
+        code = raw.strip().upper()
+        if not code or not any(k.startswith(code) for k in known):
+            raise ConfigError(f"{where}: unknown rule code or prefix {raw!r} (see `neuron-lint rules`)")
+        out.append(code)
+    return tuple(out)
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: must be true or false, not {value!r}")
+    return value
+
+
+def _per_file_ignores(value: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a table of glob = [codes], such as \"tests/*\" = [\"NRN201\"]")
+    return tuple((glob, _codes(codes, f"{where}.{glob!r}")) for glob, codes in value.items())
+
+
+def _output_format(value: Any, where: str) -> str:
+    from .render import FORMATS
+
+    if not isinstance(value, str) or value not in FORMATS:
+        raise ConfigError(f"{where}: must be one of {', '.join(FORMATS)}, not {value!r}")
+    return value
+
+
+def _device(value: Any, where: str) -> str:
+    if value not in DEVICES:
+        raise ConfigError(f"{where}: must be one of {', '.join(DEVICES)}, not {value!r}")
+    return value
+
+
+def _min_torch(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _VERSION_RE.match(value):
+        raise ConfigError(f"{where}: must be a quoted version such as \"2.6\", not {value!r}")
+    return value
+
+
+#: config key -> (Settings field, validator)
+KEYS: dict[str, tuple[str, Any]] = {
+    "select": ("select", _codes),
+    "extend-select": ("extend_select", _codes),
+    "ignore": ("ignore", _codes),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "exclude": ("exclude", _strings),
+    "extend-exclude": ("extend_exclude", _strings),
+    "force-exclude": ("force_exclude", _bool),
+    "respect-gitignore": ("respect_gitignore", _bool),
+    "output-format": ("output_format", _output_format),
+    "device": ("device", _device),
+    "min-torch": ("min_torch", _min_torch),
+    "unsafe-fixes": ("unsafe_fixes", _bool),
+}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    settings: Settings
+    config_file: Path | None  # the file the settings came from, if any
+
+
+def _shown(path: Path) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def _read_bounded(path: Path) -> bytes:
+    """A configuration file's bytes; never a pipe or device, never more than CONFIG_LIMIT bytes."""
+    from .source import read_source_bytes
+
+    return read_source_bytes(path, CONFIG_LIMIT)
+
+
+def _read_toml(path: Path) -> dict:
+    from .source import SourceError
+
+    try:
+        text = _read_bounded(path).decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{_shown(path)}: cannot be read: {exc.strerror or exc}") from None
+    except SourceError as exc:
+        raise ConfigError(f"{_shown(path)}: {str(exc).removeprefix('skipped: ')}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{_shown(path)}: is not UTF-8 text") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{_shown(path)}: not valid TOML: {exc}") from None
+
+
+def _section(path: Path, data: dict) -> tuple[Any, str]:
+    """The neuron-lint table of a parsed file and the prefix its keys are shown with.
+
+    In ``pyproject.toml`` it is ``[tool.neuron-lint]``; any other file holds the keys at the top.
+    """
+    if path.name == "pyproject.toml":
+        tool = data.get("tool")
+        return (tool.get("neuron-lint") if isinstance(tool, dict) else None), f"[{SECTION}] "
+    return data, ""
+
+
+def load_config(path: Path | str) -> dict[str, Any]:
+    """Validated Settings fields from one file (empty if it has no neuron-lint section)."""
+    path = Path(path)
+    data = _read_toml(path)
+    section, prefix = _section(path, data)
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"{_shown(path)}: {prefix.strip()} must be a table")
+    values: dict[str, Any] = {}
+    for key, raw in section.items():
+        where = f"{_shown(path)}: {prefix}key '{key}'"
+        if key not in KEYS:
+            hint = f" (did you mean '{key.replace('_', '-')}'?)" if key.replace("_", "-") in KEYS else ""
+            raise ConfigError(f"{where}: unknown key{hint}; allowed: {', '.join(KEYS)}")
+        field_name, validate = KEYS[key]
+        values[field_name] = validate(raw, where)
+    return values
+
+
+def _has_section(pyproject: Path) -> bool:
+    from .source import SourceError
+
+    try:
+        text = _read_bounded(pyproject).decode("utf-8", "replace")
+    except SourceError:
+        pass  # a pipe, device or huge file: _read_toml below says so
+    except OSError:
+        return False
+    else:
+        if "neuron-lint" not in text:  # cheap: most pyproject files are not ours
+            return False
+    section, _ = _section(pyproject, _read_toml(pyproject))
+    return section is not None
+
+
+def find_config(paths: Iterable[str | Path] = (".",)) -> Path | None:
+    """The nearest ``neuron-lint.toml`` or ``pyproject.toml`` with a neuron-lint section.
+
+    The search starts at the deepest folder containing every checked path and walks up.
+    """
+    starts = []
+    for p in paths or (".",):
+        a = Path(os.path.abspath(p))
+        starts.append(str(a if a.is_dir() else a.parent))
+    try:
+        start = Path(os.path.commonpath(starts)) if starts else Path.cwd()
+    except ValueError:  # paths on different drives
+        start = Path.cwd()
+    for directory in (start, *start.parents):
+        own = directory / OWN_FILE
+        if own.is_file():
+            return own
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file() and _has_section(pyproject):
+            return pyproject
+    return None
+
+
+_FIELDS = {f.name for f in fields(Settings)}
+
+
+def resolve(
+    paths: Iterable[str] = (".",),
+    config: str | None = None,
+    isolated: bool = False,
+    **cli: Any,
+) -> Resolved:
+    """Settings for a run: defaults, then the configuration file, then command-line values.
+
+    ``cli`` holds Settings fields; ``None`` means "not given on the command line". A command-line
+    ``select`` starts the rule selection afresh (the file's select/extend-select/ignore are dropped);
+    otherwise command-line ``extend_select`` and ``ignore`` add to the file's. Command-line
+    ``per_file_ignores`` and ``extend_exclude`` add to the file's; other values replace them.
+    """
+    unknown = set(cli) - _FIELDS
+    if unknown:
+        raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+    if config is not None and isolated:
+        raise ConfigError("--config and --isolated cannot be used together")
+    if isolated:
+        config_file: Path | None = None
+    elif config is not None:
+        config_file = Path(config)
+        if not config_file.is_file():
+            raise ConfigError(f"--config: {config}: no such file")
+    else:
+        config_file = find_config(list(paths))
+    values = load_config(config_file) if config_file else {}
+
+    given = {k: v for k, v in cli.items() if v is not None}
+    if "select" in given:
+        for key in ("select", "extend_select", "ignore"):
+            values[key] = tuple(given.pop(key, ()))
+    for key in ("extend_select", "ignore", "per_file_ignores", "extend_exclude"):
+        if key in given:
+            values[key] = tuple(values.get(key, ())) + tuple(given.pop(key))
+    values.update(given)
+    return Resolved(Settings(**values), config_file)
+
+
+def split_codes(values: Iterable[str] | None, option: str) -> tuple[str, ...] | None:
+    """``--select NRN1,NRN201 --select NRN3`` -> validated codes; None when the option was not given."""
+    if not values:
+        return None
+    return _codes([c.strip() for v in values for c in v.split(",") if c.strip()], option)
+
+
+def split_per_file_ignores(values: Iterable[str] | None) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """``--per-file-ignores "tests/*:NRN201,NRN301"`` (repeatable) -> ((glob, codes), ...)."""
+    if not values:
+        return None
+    out = []
+    for v in values:
+        glob, sep, codes = v.rpartition(":")
+        if not sep or not glob or not codes.strip():
+            raise ConfigError(f"--per-file-ignores: {v!r} is not GLOB:CODES (such as \"tests/*:NRN201\")")
+        out.append((glob, split_codes([codes], f"--per-file-ignores {glob!r}") or ()))
+    return tuple(out)
+
+
+def from_command_line(
+    paths: Iterable[str],
+    *,
+    config: str | None = None,
+    isolated: bool = False,
+    select: Iterable[str] | None = None,
+    extend_select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    per_file_ignores: Iterable[str] | None = None,
+    output_format: str | None = None,
+    **other: Any,
+) -> Resolved:
+    """Settings from raw command-line values (comma-separated codes, GLOB:CODES) and the config file."""
+    if output_format is not None:
+        _output_format(output_format, "--output-format")
+    return resolve(
+        paths, config=config, isolated=isolated,
+        select=split_codes(select, "--select"),
+        extend_select=split_codes(extend_select, "--extend-select"),
+        ignore=split_codes(ignore, "--ignore"),
+        per_file_ignores=split_per_file_ignores(per_file_ignores),
+        output_format=output_format,
+        **other,
+    )
