@@ -5,6 +5,7 @@ the other files are still checked, and the exit code is 2 (README "Guarantees").
 from __future__ import annotations
 
 import os
+import random
 import stat
 import sys
 import time
@@ -195,6 +196,32 @@ def test_a_large_generated_file_under_the_limit_is_checked_in_linear_time(tmp_pa
     assert result.errors == []
     assert len(result.findings) == functions
     assert elapsed < 20, f"{elapsed:.1f}s for {path.stat().st_size} bytes"
+
+
+def test_many_findings_on_one_long_non_ascii_line_take_linear_time():
+    """Minified or generated code: one line, thousands of findings, a non-ASCII character first."""
+    n = 12000
+    text = "import torch\nπ = 'ü'; " + "torch.ones(1).cuda(); " * n + "\n"
+    start = time.monotonic()
+    findings = check_source(text, "minified.py")
+    elapsed = time.monotonic() - start
+    assert len(findings) == n
+    assert [f.col for f in findings[:2]] == [24, 46]  # characters, not bytes (π and ü are 2 bytes each)
+    assert elapsed < 60, f"{elapsed:.0f}s: per-finding work grows with the line"  # was quadratic: minutes
+
+
+def test_character_columns_match_python_on_any_line():
+    from neuron_lint.positions import LineIndex
+
+    rnd = random.Random(5)
+    alphabet = "aZ _(π)é€😀\t\x0c中"
+    for _ in range(500):
+        line = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40)))
+        index = LineIndex("first\r\n" + line + "\n")
+        byte = 0
+        for chars, ch in enumerate(line + "."):
+            assert index.char_col(2, byte) == chars, (line, byte)
+            byte += len(ch.encode("utf-8"))
 
 
 @pytest.mark.parametrize("expression", [
