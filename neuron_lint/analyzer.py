@@ -37,7 +37,8 @@ def _child_fields(cls: type, every: bool) -> tuple[str, ...]:
     else:
         fields = _CHILD_FIELDS[cls] = tuple(f for f in cls._fields if f not in ("ctx", "op", "ops"))
     return fields
-_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# `if not is_x_available(): return` makes the rest optional; `raise` makes the package a requirement
+_EXITS = (ast.Return, ast.Continue, ast.Break)
 
 # Marks a name bound by assignment (`F = torch.func`). Such a name resolves only as the base of an
 # attribute chain (`F.grad`); used bare it is a value already reported where it was assigned.

@@ -27,7 +27,6 @@ def codes(src: str) -> list[str]:
         "if HAS_APEX:\n    from apex.optimizers import FusedAdam\n",
         # an early exit when the package is missing guards the rest of the block
         "def f():\n    if not is_te_available():\n        return False\n    import transformer_engine\n",
-        "if not is_pynvml_available():\n    raise ImportError('pip install nvidia-ml-py')\nimport pynvml\n",
     ],
 )
 def test_imports_behind_an_availability_check_are_guarded(src):
@@ -41,6 +40,8 @@ def test_imports_behind_an_availability_check_are_guarded(src):
         ("import torch\nif torch.cuda.is_available():\n    import pynvml\n", "NRN608"),
         # the else-branch of a positive check runs when the package is missing
         ("if is_bnb_available():\n    pass\nelse:\n    import triton\n", "NRN601"),
+        # raising when the package is missing makes it a requirement, not an option
+        ("if not is_pynvml_available():\n    raise ImportError('pip install nvidia-ml-py')\nimport pynvml\n", "NRN608"),
         # an early exit on an ordinary condition guards nothing
         ("def f(x):\n    if not x:\n        return\n    import triton\n", "NRN601"),
         # the guard ends with its block
