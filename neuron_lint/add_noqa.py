@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalog import Catalog, load_catalog
+from .discovery import PY_SUFFIXES
 from .model import FileError, Finding
 from .noqa import UNUSED_CODE, Directives, scan
 from .settings import Settings
@@ -88,6 +89,9 @@ def add_noqa(paths: list[str], settings: Settings, catalog: Catalog | None = Non
     result.errors.extend(checked.errors)
     for shown in sorted({f.path for f in checked.findings if f.code != UNUSED_CODE}):
         path = Path(shown)
+        if not shown.endswith(PY_SUFFIXES):
+            continue  # a dependency manifest: silence it with per-file-ignores instead
+
         try:
             st = os.stat(path)
             original = path.read_bytes()

@@ -215,6 +215,18 @@ def test_add_noqa_command_suppresses_everything_and_is_idempotent(cli, tmp_path)
     assert r.returncode == 0, r.stdout  # every suppression it wrote is used
 
 
+def test_add_noqa_leaves_dependency_manifests_alone(cli, tmp_path):
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch\nflash-attn==2.5.8\n")
+    (tmp_path / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    r = cli("check", "--add-noqa", ".", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert req.read_text() == "torch\nflash-attn==2.5.8\n"
+    assert (tmp_path / "train.py").read_text().endswith("# noqa: NRN201\n")
+    r = cli("check", ".", "--output-format", "concise", cwd=tmp_path)
+    assert "requirements.txt" in r.stdout and "train.py" not in r.stdout
+
+
 def test_add_noqa_reports_unparsable_files_and_still_does_the_others(cli, tmp_path):
     (tmp_path / "broken.py").write_text("def f(:\n")
     good = tmp_path / "ok.py"
@@ -223,3 +235,49 @@ def test_add_noqa_reports_unparsable_files_and_still_does_the_others(cli, tmp_pa
     assert r.returncode == 2
     assert "broken.py" in r.stderr
     assert good.read_text().endswith("  # noqa: NRN201\n")
+
+
+def test_fix_removes_unused_noqa_when_nrn901_is_selected(cli, tmp_path):
+    src = tmp_path / "a.py"
+    src.write_text("import torch\nx = torch.ones(2)  # noqa: NRN201\ny = 1  # keep  # noqa: NRN301, E501\n")
+    r = cli("fix", "--extend-select", "NRN901", ".", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert src.read_text() == "import torch\nx = torch.ones(2)\ny = 1  # keep  # noqa: E501\n"
+    assert cli("check", "--extend-select", "NRN901", ".", cwd=tmp_path).returncode == 0
+
+
+TRICKY = "\n".join([
+    r'a = "# noqa: NRN201 not a comment"  # noqa: NRN101',
+    r"b = 'it\'s # noqa'  # noqa",
+    'c = """',
+    "# noqa inside a docstring",
+    '"""  # noqa: NRN301',
+    r"d = r'\\'  # NOQA:NRN201",
+    "e = f\"{x!r} # noqa\" + \'\'\'#\'\'\' # noqa: E501",
+    "f = x + \\",
+    "    y  # noqa",
+    r"""g = "\"" '#' "# noqa" """,
+    "",
+])
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_comment_finder_agrees_with_tokenize(newline):
+    """The fast lexer finds exactly the comments Python's tokenizer finds (on tricky text and our own code)."""
+    import io
+    import tokenize
+    from pathlib import Path
+
+    from neuron_lint.noqa import _lex
+
+    root = Path(__file__).resolve().parent.parent
+    texts = [TRICKY] + [p.read_text() for p in sorted((root / "neuron_lint").rglob("*.py"))]
+    texts += [p.read_text() for p in sorted((root / "tests").glob("*.py"))]
+    for text in texts:
+        text = text.replace("\n", newline)
+        expected = [
+            (t.start[0], t.start[1], t.string.rstrip("\r"))
+            for t in tokenize.generate_tokens(io.StringIO(text, newline=None).readline)
+            if t.type == tokenize.COMMENT and "noqa" in t.string.lower()
+        ]
+        assert [(a, b, c.rstrip("\r")) for a, b, c in _lex(text)[0]] == expected
