@@ -165,3 +165,11 @@ def test_unknown_format_is_a_usage_error(cli):
     assert proc.returncode == 2
     assert "unknown report format 'pdf'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_report_reads_the_project_configuration_like_check(tmp_path, cli):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.neuron-lint]\nignore = ["NRN681"]\n')
+    (tmp_path / "requirements.txt").write_text("triton\nxformers\n")
+    data = report_json(cli, str(tmp_path))
+    assert [r["code"] for r in data["rules"]] == ["NRN680"]
+    assert report_json(cli, "--isolated", str(tmp_path))["summary"]["findings"] == 2
