@@ -80,8 +80,10 @@ def analyze_source(
     # Always parse (ast is cheap), so a syntax error is reported in every file; walk the tree
     # only when the file contains a word some enabled rule needs.
     tree = parse(text, path)
-    directives = noqa.scan(text)
-    if noqa.file_exempt(directives) and noqa.UNUSED_CODE not in codes:
+    # Tokenizing for comments is as slow as the walk: only done up front when a file-level
+    # directive may be present (or NRN901 needs every directive); else after the walk, if anything was found.
+    directives = noqa.scan(text) if noqa.UNUSED_CODE in codes or noqa.may_exempt_file(text) else None
+    if directives is not None and noqa.file_exempt(directives) and noqa.UNUSED_CODE not in codes:
         return [], False  # `# neuron-lint: noqa`: nothing in this file is reported
     if not index.rules or (settings.prefilter and not may_match(text, index)):
         return [], False
@@ -113,7 +115,8 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, tree
                 ctx = FixContext(text, tree, lines, settings, analyzer.import_bindings)
             fix = fix_for(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
-    findings = noqa.filter_findings(findings, text, path, codes, catalog, directives)
+    if findings or directives is not None:  # nothing found and no NRN901: nothing to filter
+        findings = noqa.filter_findings(findings, text, path, codes, catalog, directives)
     findings.sort(key=lambda f: f.sort_key)
     return findings
 
