@@ -245,6 +245,8 @@ def report_cmd(
     config: Optional[str] = typer.Option(None, "--config", help="Read settings from this file instead of searching for one."),
     isolated: bool = typer.Option(False, "--isolated", help="Ignore every configuration file."),
     top: int = typer.Option(10, "--top", min=1, help="How many of the files that need most work to list."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Worker processes (0: one per CPU; small runs use one)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Check every file afresh; do not read or write .neuron_lint_cache/."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
 ) -> None:
     """How far the code is from Trainium: verdict, counts per family, fixable share, effort, blockers.
@@ -265,7 +267,7 @@ def report_cmd(
         except (ValueError, ConfigError) as exc:
             raise fail(str(exc))
         roots = paths or ["."]
-        result = check_paths(roots, settings)
+        result = check_paths(roots, settings, jobs=jobs or None, cache=open_cache(settings, no_cache))
         report_errors(result, verbose)
         files = [str(f) for f in iter_files(roots, settings) if not isinstance(f, Missing)]
         data = build_report(result, roots, files=files, top_files=top)
