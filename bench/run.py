@@ -153,10 +153,11 @@ def _tree_memory(root: int) -> int:
     return total
 
 
-def measure(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, int, int]:
-    """(wall seconds, peak tree memory in bytes, exit code) of one command."""
+def measure(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, int, float]:
+    """(wall seconds, peak tree memory in bytes, CPU seconds of the whole tree) of one command."""
+    err = tempfile.TemporaryFile()
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     peak = 0
     stop = threading.Event()
 
@@ -169,14 +170,17 @@ def measure(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, 
     sampler = threading.Thread(target=sample, daemon=True)
     if sys.platform.startswith("linux"):
         sampler.start()
-    _, err = proc.communicate()
+    _, status, usage = os.wait4(proc.pid, 0)  # usage covers every process it waited for (workers too)
     elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
     stop.set()
     if sampler.is_alive():
         sampler.join()
     if proc.returncode not in (0, 1, 2):  # linters exit 1 on findings, 2 on unparsable files
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode(errors='replace')[-2000:]}")
-    return elapsed, peak, proc.returncode
+        err.seek(0)
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.read().decode(errors='replace')[-2000:]}")
+    err.close()
+    return elapsed, peak, usage.ru_utime + usage.ru_stime
 
 
 PARSE_SCRIPT = """
@@ -268,6 +272,7 @@ def main() -> int:
     print(f"corpus: {len(files)} files, {lines} lines ({', '.join(f'{k} {v}' for k, v in versions.items())})", flush=True)
 
     times: dict[str, list[float]] = {k: [] for k in cmds}
+    cpus: dict[str, list[float]] = {k: [] for k in cmds}
     peaks: dict[str, list[int]] = {k: [] for k in cmds}
     cache_dir = corpus / ".neuron_lint_cache"
     for rep in range(max(args.reps, args.slow_reps)):
@@ -278,10 +283,11 @@ def main() -> int:
                 shutil.rmtree(cache_dir, ignore_errors=True)
             if name == "nl_warm" and not cache_dir.exists():  # --only nl_warm: fill the cache first
                 measure(cmds.get("nl_cold", (cmd, env))[0], corpus, env)
-            elapsed, peak, _ = measure(cmd, corpus, env)
+            elapsed, peak, cpu = measure(cmd, corpus, env)
             times[name].append(elapsed)
+            cpus[name].append(cpu)
             peaks[name].append(peak)
-            print(f"  round {rep + 1}: {name:18s} {elapsed:8.2f} s  {peak / 2**20:8.0f} MiB", flush=True)
+            print(f"  round {rep + 1}: {name:18s} {elapsed:8.2f} s  {cpu:8.2f} s CPU  {peak / 2**20:8.0f} MiB", flush=True)
 
     med = {k: statistics.median(v) for k, v in times.items() if v}
     mem = {k: max(v) for k, v in peaks.items() if v}
@@ -317,6 +323,8 @@ def main() -> int:
         "reps": args.reps, "slow_reps": args.slow_reps,
         "median_seconds": {k: round(v, 3) for k, v in med.items()},
         "all_seconds": {k: [round(x, 3) for x in v] for k, v in times.items() if v},
+        "median_cpu_seconds": {k: round(statistics.median(v), 3) for k, v in cpus.items() if v},
+        "load_average_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "peak_memory_mib": {k: round(v / 2**20, 1) for k, v in mem.items()},
         "targets": ratios,
     }
@@ -341,10 +349,11 @@ def render_table(r: dict) -> str:
         "nl_cold_subset": f"neuron-lint, cold, {r['corpus']['torchfix_subset']['package']} only",
         "torchfix_subset": f"TorchFix, {r['corpus']['torchfix_subset']['package']} only",
     }
-    out = ["| command | median s | peak MiB |", "|---|---:|---:|"]
+    out = ["| command | median wall s | median CPU s | peak MiB |", "|---|---:|---:|---:|"]
     for key, label in labels.items():
         if key in r["median_seconds"]:
-            out.append(f"| {label} | {r['median_seconds'][key]:.2f} | {r['peak_memory_mib'].get(key, 0):.0f} |")
+            cpu = r.get("median_cpu_seconds", {}).get(key, 0)
+            out.append(f"| {label} | {r['median_seconds'][key]:.2f} | {cpu:.2f} | {r['peak_memory_mib'].get(key, 0):.0f} |")
     out += ["", "| target | measured | limit | met |", "|---|---:|---:|---|"]
     for t in r["targets"]:
         cmp = ">=" if t["limit"] >= 10 else "<="
