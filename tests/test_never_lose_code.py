@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import os
 import shutil
 import signal
@@ -61,21 +62,25 @@ def _make_tree(root: Path, copies: int) -> dict[Path, bytes]:
 
 
 def _fixed_versions(originals: dict[Path, bytes], scratch: Path) -> dict[Path, bytes]:
-    """What each file looks like once fixed, computed on a copy."""
-    fixed: dict[Path, bytes] = {}
-    for path, data in originals.items():
-        copy = scratch / f"{len(fixed)}_{path.name}"
-        copy.write_bytes(data)
-        fix_file(copy, Settings())
-        fixed[path] = copy.read_bytes()
-    return fixed
+    """What each file looks like once fixed: an uninterrupted `neuron-lint fix` run on a copy."""
+    copies = {path: scratch / f"{i:04}" / path.name for i, path in enumerate(originals)}
+    for path, copy in copies.items():
+        copy.parent.mkdir(parents=True)
+        copy.write_bytes(originals[path])
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "neuron_lint", "fix", "--isolated", "-q", str(scratch)],
+                   env=_env(), capture_output=True, timeout=600)
+    _fixed_versions.seconds = time.monotonic() - start  # how long an uninterrupted run takes
+    return {path: copy.read_bytes() for path, copy in copies.items()}
 
 
 def _assert_old_or_new(originals: dict[Path, bytes], fixed: dict[Path, bytes]) -> tuple[int, int]:
     old = new = 0
     for path, before in originals.items():
         now = path.read_bytes()
-        assert now in (before, fixed[path]), f"{path} is neither the original nor the fixed version"
+        if now not in (before, fixed[path]):
+            diff = difflib.unified_diff(fixed[path].decode("utf-8-sig").splitlines(), now.decode("utf-8-sig").splitlines(), lineterm="")
+            raise AssertionError(f"{path} is neither the original nor the fixed version:\n" + "\n".join(list(diff)[:40]))
         ast.parse(now.decode("utf-8-sig"))
         old += now == before
         new += now == fixed[path] and now != before
@@ -236,7 +241,8 @@ def test_a_signal_inside_the_write_leaves_no_temporary_file(tmp_path, sig):
     ast.parse(path.read_text())
 
 
-def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, delay: float) -> tuple[int, int, int]:
+def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, fraction: float) -> tuple[int, int, int]:
+    """Run `fix` on a tree and send ``sig`` ``fraction`` of the way through; check every file."""
     tree = tmp_path / "tree"
     originals = _make_tree(tree, copies)
     scratch = tmp_path / "scratch"
@@ -244,7 +250,7 @@ def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, delay: float) ->
     fixed = _fixed_versions(originals, scratch)
     proc = subprocess.Popen([sys.executable, "-m", "neuron_lint", "fix", "--isolated", "-q", str(tree)],
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(delay)
+    time.sleep(_fixed_versions.seconds * fraction)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=300)
     assert b"Traceback" not in err, err.decode()
@@ -256,9 +262,9 @@ def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, delay: float) ->
 @posix_only
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_a_fix_run_leaves_every_file_old_or_new(tmp_path, sig):
-    # Find a moment in the middle of the run: some files fixed, some not.
-    for delay in (1.5, 2.5, 4.0):
-        code, old, new = _interrupt_a_fix_run(tmp_path / f"d{delay}", sig, copies=120, delay=delay)
+    # Aim for the middle of the run (some files fixed, some not); retry a little off if it missed.
+    for attempt, fraction in enumerate((0.65, 0.8, 0.5, 0.9)):
+        code, old, new = _interrupt_a_fix_run(tmp_path / str(attempt), sig, copies=60, fraction=fraction)
         if old and new:
             break
     assert code in ((130, 2) if sig == signal.SIGINT else (-signal.SIGTERM, 143, 2))
@@ -269,14 +275,14 @@ def test_interrupting_a_fix_run_leaves_every_file_old_or_new(tmp_path, sig):
 @posix_only
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_fuzz_interrupt_at_many_moments(tmp_path, sig):
-    for i in range(25):
-        _interrupt_a_fix_run(tmp_path / f"r{i}", sig, copies=60, delay=0.6 + i * 0.15)
+    for i in range(20):
+        _interrupt_a_fix_run(tmp_path / f"r{i}", sig, copies=40, fraction=0.3 + i * 0.04)
 
 
 # ---------------------------------------------------------------- concurrency
 def test_two_fix_runs_on_one_tree_corrupt_nothing(tmp_path):
     tree = tmp_path / "tree"
-    originals = _make_tree(tree, 40)
+    originals = _make_tree(tree, 20)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     fixed = _fixed_versions(originals, scratch)
@@ -331,3 +337,17 @@ def test_add_noqa_leaves_a_file_changed_meanwhile_alone(tmp_path, monkeypatch):
     done = add_noqa([str(path)], Settings())
     assert "changed on disk" in done.errors[0].reason
     assert path.read_text() == SCRIPT + "# a colleague's edit\n"
+
+
+# ---------------------------------------------------------------- big files
+def test_applying_thousands_of_fixes_checks_only_neighbouring_edits(monkeypatch):
+    """Collision checks per fix stay constant (they grew with every fix chosen: minutes for a big file)."""
+    n = 2000
+    text = "import torch\n" + "".join(f"x{i} = torch.ones({i}).cuda()\n" for i in range(n))
+    calls = []
+    real = fixing._collide
+    monkeypatch.setattr(fixing, "_collide", lambda a, b: calls.append(1) or real(a, b))
+    result = fixing.fix_text(text, "big.py", Settings())
+    assert len(result.applied) == n and ".cuda()" not in result.text
+    ast.parse(result.text)
+    assert len(calls) < 5 * n, f"{len(calls)} collision checks for {n} fixes"
