@@ -74,7 +74,12 @@ class Hit:
 
 
 class Analyzer:
-    def __init__(self, index: RuleIndex, matchers: dict[str, Callable] | None = None, path: str | None = None) -> None:
+    def __init__(
+        self, index: RuleIndex, matchers: dict[str, Callable] | None = None, path: str | None = None,
+        text: str | None = None,
+    ) -> None:
+        """``text``, when given, is the module's source: Python matchers none of whose trigger
+        words occur in it cannot fire there, so they are not run (the prefilter's argument, per match)."""
         self.index = index
         self.matchers = matchers or {}
         self.path = path
@@ -109,6 +114,8 @@ class Analyzer:
         # Python matchers subscribe to node types.
         self._matcher_subs: dict[type, list[tuple[Rule, Match, Callable]]] = {}
         for rule, m in index.matchers:
+            if text is not None and m.trigger and not any(word in text for word in m.trigger):
+                continue
             for name in m.patterns:
                 fn = self.matchers.get(name)
                 if fn is None:

@@ -97,7 +97,7 @@ def analyze_source(
 
 def _tree_findings(text, path, settings, catalog, codes, index, directives, tree) -> list[Finding]:
     """Walk a parsed module and turn its hits into findings (with fixes), less those under noqa."""
-    analyzer = Analyzer(index, MATCHERS, path=path)
+    analyzer = Analyzer(index, MATCHERS, path=path, text=text)
     hits = analyzer.run(tree)
     lines = LineIndex(text)
     ctx = None
