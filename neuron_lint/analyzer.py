@@ -391,6 +391,14 @@ class Analyzer:
 
     def _visit_dict(self, node: ast.Dict) -> None:
         self._compare_operands.update(id(k) for k in node.keys if k is not None)
+        values = node.values
+        if len(values) >= 2 and all(isinstance(v, ast.Attribute) for v in values):
+            # `{np.float64: torch.float64, np.complex64: torch.complex64}`, `{"fp32": torch.float32,
+            # "fp64": torch.float64}`: a conversion or choice table of torch's own names (dtypes).
+            # Tables of deeper names (`{"cuda": ProfilerActivity.CUDA}`) are still reported.
+            bases = {self.qualname(v.value) for v in values}  # type: ignore[attr-defined]
+            if bases == {"torch"} and len({v.attr for v in values}) == len(values):  # type: ignore[attr-defined]
+                self._compare_operands.update(id(v) for v in values)
         self._visit_body(node)
 
     def _visit_ifexp(self, node: ast.IfExp) -> None:
@@ -409,6 +417,9 @@ class Analyzer:
         index = self.index
         if node.keywords and _on_cpu(node):
             self._compare_operands.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
+        if isinstance(func, ast.Attribute) and func.attr == "to" and _is_cpu_copy(func.value):
+            self._compare_operands.update(id(a) for a in node.args)  # `x.cpu().to(torch.float64)`
+            self._compare_operands.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
         if isinstance(func, ast.Attribute) and func.attr == "cpu" and isinstance(func.value, ast.Call):
             inner = func.value  # `w.to(torch.float64).cpu()`: the float64 copy is for the host
             if isinstance(inner.func, ast.Attribute) and inner.func.attr == "to":
@@ -419,6 +430,8 @@ class Analyzer:
             is_method = qual is None and isinstance(func, ast.Attribute)
             if index.methods and is_method:
                 hits = index.methods.lookup(func.attr)  # type: ignore[union-attr]
+                if hits and func.attr in _DTYPE_METHODS and _is_cpu_copy(func.value):  # type: ignore[union-attr]
+                    hits = []  # `x.cpu().double()`: the float64 copy lives on the host
                 if hits:
                     span = Span.name_to_end(func, node)  # `cuda(...)` in `x.cuda(...)`
                     for rule, m in hits:
@@ -564,6 +577,14 @@ def is_local_package(path: str, top: str) -> bool:
         return any(_provides(root, top) for root in _import_roots(os.path.dirname(path) or "."))
     except (OSError, ValueError):
         return False
+
+
+_DTYPE_METHODS = frozenset({"double", "cfloat", "cdouble", "chalf"})
+
+
+def _is_cpu_copy(expr: ast.AST) -> bool:
+    """`x.cpu()` (or `x.detach().cpu()`): a host tensor."""
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "cpu" and not expr.args
 
 
 def _on_cpu(call: ast.Call) -> bool:

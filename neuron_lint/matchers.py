@@ -105,11 +105,16 @@ def int64_beyond_int32(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]
     spec = _VALUE_ARGS.get(qual or "")
     if spec is None:
         return
+    device = None
     for kw in node.keywords:
         if kw.arg == "dtype":
             dtype = analyzer.qualname(kw.value) or ""
             if any(word in dtype.rsplit(".", 1)[-1] for word in _FLOAT_DTYPE_WORDS):
                 return  # a floating-point tensor: the value is not an int64 element
+        elif kw.arg in ("device", None):  # `device=...`, or **kwargs that may carry one
+            device = kw.value
+    if device is None or isinstance(device, ast.Constant) and device.value == "cpu":
+        return  # a host tensor (a seed drawn with `.item()`, a hash table): int64 is exact there
     positions, keywords = spec
     values: list[ast.AST] = []
     for i, arg in enumerate(node.args):

@@ -64,7 +64,7 @@ def test_string_values_look_into_list_literals():
 
 
 def test_int64_literal_reported_once_per_call_at_the_value():
-    src = "import torch\nseed = torch.randint(-2**63, 2**63 - 1, (1,))\n"
+    src = "import torch\nseed = torch.randint(-2**63, 2**63 - 1, (1,), device=dev)\n"
     found = [f for f in check_source(src, "t.py", ALL) if f.code == "NRN304"]
     assert len(found) == 1
     assert (found[0].line, found[0].col) == (2, 22)
@@ -73,10 +73,11 @@ def test_int64_literal_reported_once_per_call_at_the_value():
 @pytest.mark.parametrize(
     "src",
     [
-        "import torch\nx = torch.tensor([2**31 - 1, -2**31])\n",  # the int32 bounds themselves fit
-        "import torch\nx = torch.randint(0, 10, (2**40,))\n",  # a huge size is not an element value
-        "import torch\nx = torch.tensor(n * 2**40)\n",  # not a constant: nothing evident
-        "import torch\nx = torch.tensor(2**10**10)\n",  # not evaluated (too big to compute cheaply)
+        "import torch\nx = torch.tensor([2**31 - 1, -2**31], device=d)\n",  # the int32 bounds themselves fit
+        "import torch\nx = torch.randint(0, 10, (2**40,), device=d)\n",  # a huge size is not an element value
+        "import torch\nx = torch.tensor(n * 2**40, device=d)\n",  # not a constant: nothing evident
+        "import torch\nx = torch.tensor(2**10**10, device=d)\n",  # not evaluated (too big to compute cheaply)
+        "import torch\nx = torch.tensor(2**40)\n",  # a host tensor
     ],
 )
 def test_int64_silent_cases(src):
@@ -106,6 +107,9 @@ def test_generate_needs_transformers_in_the_file():
         "import torch\nx = torch.zeros(2, dtype=torch.float64, device='cpu')\n",
         "import torch\nx = torch.zeros(2, dtype=torch.complex64, device=torch.device('cpu'))\n",
         "import torch\nw = W.detach().to(torch.float64).cpu()\n",
+        "v0, v1 = diff.cpu().double(), pred.detach().cpu().double()\n",
+        "import torch\nw = W.cpu().to(torch.float64)\n",
+        "import torch\nT = {'a': torch.float32, 'b': torch.float64}\n",
     ],
 )
 def test_dtypes_that_never_reach_the_device_are_silent(src):
@@ -118,11 +122,15 @@ def test_dtypes_that_never_reach_the_device_are_silent(src):
         "import torch\nx = torch.zeros(2, dtype=torch.float64, device=dev)\n",
         "import torch\nd = torch.float64 if args.fp64 else torch.float32\n",
         "import torch\nw = W.to(torch.float64).sum().cpu()\n",
+        "import torch\ncfg = {'dtype': torch.float64, 'device': device}\n",  # a config, not a table
+        "import torch\ncfg = {'dtype': torch.float64}\n",
+        "import torch\nA = {'cpu': torch.profiler.ProfilerActivity.CPU, 'cuda': torch.profiler.ProfilerActivity.CUDA}\n",
+        "w = W.double().cpu().sum()\n",  # the conversion happens on the device
         "import torch\nx = torch.zeros(2, dtype=torch.float64, device=torch.device('cuda'))\n",
     ],
 )
 def test_dtypes_that_may_reach_the_device_are_reported(src):
-    assert "NRN301" in codes(src)
+    assert {"NRN301", "NRN109"} & set(codes(src))
 
 
 def _walk_file(path) -> list[str]:
