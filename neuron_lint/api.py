@@ -57,6 +57,8 @@ def _ignored_by_path(path: str, settings: Settings) -> tuple[str, ...]:
     for pattern, ignore in settings.per_file_ignores:
         if fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(posix, f"*/{pattern}") or fnmatch.fnmatchcase(Path(path).name, pattern):
             codes.extend(ignore)
+        elif os.path.isabs(pattern) and fnmatch.fnmatchcase(Path(os.path.abspath(path)).as_posix(), pattern):
+            codes.extend(ignore)  # anchored to the configuration file's folder
     return tuple(codes)
 
 

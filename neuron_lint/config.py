@@ -170,6 +170,29 @@ def load_config(path: Path | str) -> dict[str, Any]:
             raise ConfigError(f"{where}: unknown key{hint}; allowed: {', '.join(KEYS)}")
         field_name, validate = KEYS[key]
         values[field_name] = validate(raw, where)
+    return anchored(values, path.resolve().parent)
+
+
+def anchored(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Path patterns (with a ``/``) of a configuration file also match relative to its folder.
+
+    ``legacy/*.py`` keeps matching any path ending in ``legacy/x.py``, and now also
+    ``<config folder>/legacy/x.py`` when neuron-lint runs from a subfolder.
+    """
+    root = base.as_posix().rstrip("/")
+
+    def extra(glob: str) -> list[str]:
+        if "/" not in glob or os.path.isabs(glob):
+            return []
+        rel = glob[2:] if glob.startswith("./") else glob
+        return [f"{root}/{rel}"]
+
+    for key in ("exclude", "extend_exclude"):
+        if key in values:
+            values[key] = tuple(values[key]) + tuple(a for g in values[key] for a in extra(g))
+    if "per_file_ignores" in values:
+        pairs = list(values["per_file_ignores"])
+        values["per_file_ignores"] = tuple(pairs) + tuple((a, codes) for g, codes in pairs for a in extra(g))
     return values
 
 

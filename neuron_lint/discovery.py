@@ -103,7 +103,10 @@ def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
         return False
     posix = path.as_posix()
     name = path.name
-    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(posix, p) or fnmatch.fnmatchcase(posix, f"*/{p}") for p in patterns)
+    if any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(posix, p) or fnmatch.fnmatchcase(posix, f"*/{p}") for p in patterns):
+        return True
+    # patterns a configuration file anchored to its folder (see config.anchored)
+    return any(fnmatch.fnmatchcase(Path(os.path.abspath(path)).as_posix(), p) for p in patterns if os.path.isabs(p))
 
 
 def _force_excluded(path: Path, patterns: tuple[str, ...]) -> bool:

@@ -95,10 +95,12 @@ def test_every_key_maps_to_a_setting(tmp_path):
     """)
     s = resolve(config=str(cfg)).settings
     assert s.select == ("NRN1", "NRN2") and s.extend_select == ("NRN901",) and s.ignore == ("NRN104",)
-    assert s.exclude == ("generated",) and s.extend_exclude == ("legacy/*.py",) and s.force_exclude
+    root = tmp_path.resolve().as_posix()
+    assert s.exclude == ("generated",) and s.force_exclude
+    assert s.extend_exclude == ("legacy/*.py", f"{root}/legacy/*.py")  # path globs also anchored to the file's folder
     assert s.respect_gitignore is False and s.output_format == "concise"
     assert (s.device, s.min_torch, s.unsafe_fixes) == ("neuron", "2.9", True)
-    assert s.per_file_ignores == (("tests/*", ("NRN201",)),)
+    assert s.per_file_ignores == (("tests/*", ("NRN201",)), (f"{root}/tests/*", ("NRN201",)))
 
 
 def test_command_line_overrides_the_file(tmp_path):
@@ -128,6 +130,20 @@ def test_per_file_ignores_and_output_format_from_the_file_apply(cli, project):
     assert reported(r) == ["NRN301"]
     r = cli("check", ".", "--output-format", "json", cwd=project)
     assert r.stdout.lstrip().startswith("[")
+
+
+def test_path_globs_are_anchored_to_the_config_folder(cli, project):
+    write(project / "pyproject.toml", """
+        [tool.neuron-lint]
+        extend-exclude = ["src/gen"]
+        [tool.neuron-lint.per-file-ignores]
+        "src/pkg/*.py" = ["NRN201"]
+    """)
+    write(project / "src" / "gen" / "out.py", TWO_CODES)
+    for cwd in (project, project / "src", project / "src" / "pkg"):
+        r = cli("check", ".", "--output-format", "concise", cwd=cwd)
+        assert reported(r) == ["NRN301"], (cwd, r.stdout)  # gen/ excluded, NRN201 ignored in pkg/
+        assert "out.py" not in r.stdout
 
 
 def test_exclude_and_force_exclude(cli, project):
