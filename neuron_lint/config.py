@@ -145,10 +145,11 @@ def _read_toml(path: Path) -> dict:
 def _section(path: Path, data: dict) -> tuple[Any, str]:
     """The neuron-lint table of a parsed file and the prefix its keys are shown with.
 
-    In ``pyproject.toml`` it is ``[tool.neuron-lint]``; any other file holds the keys at the top.
+    In ``pyproject.toml`` it is ``[tool.neuron-lint]``; any other file holds the keys at the top
+    (or in ``[tool.neuron-lint]``, for a pyproject file under another name given to ``--config``).
     """
-    if path.name == "pyproject.toml":
-        tool = data.get("tool")
+    tool = data.get("tool")
+    if path.name == "pyproject.toml" or isinstance(tool, dict) and "neuron-lint" in tool:
         return (tool.get("neuron-lint") if isinstance(tool, dict) else None), f"[{SECTION}] "
     return data, ""
 

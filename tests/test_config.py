@@ -71,6 +71,9 @@ def test_config_option_overrides_the_search_and_isolated_ignores_files(cli, proj
     assert reported(r) == ["NRN201", "NRN301"]
     r = cli("check", "src", "--config", str(other), "--isolated", cwd=project)
     assert r.returncode == 2 and "--isolated" in r.stderr
+    shared = write(project / "ci-pyproject.toml", '[project]\nname = "x"\n[tool.neuron-lint]\nignore = ["NRN3"]\n')
+    r = cli("check", "src", "--output-format", "concise", "--config", str(shared), cwd=project)
+    assert reported(r) == ["NRN201"]
     r = cli("check", "src", "--config", "missing.toml", cwd=project)
     assert r.returncode == 2 and "missing.toml" in r.stderr
 
