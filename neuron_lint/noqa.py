@@ -28,8 +28,8 @@ UNUSED_CODE = "NRN901"
 OWN_PREFIX = "NRN"
 
 _CODE_LIST = r"[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*"
-_LINE_RE = re.compile(rf"#\s*noqa(?![\w-])(?::\s*(?P<codes>{_CODE_LIST}))?", re.I)
-_FILE_RE = re.compile(rf"#\s*neuron-lint\s*:\s*noqa(?![\w-])(?::\s*(?P<codes>{_CODE_LIST}))?", re.I)
+_LINE_RE = re.compile(rf"#\s*noqa(?![\w-])(?:\s*:\s*(?P<codes>{_CODE_LIST}))?", re.I)
+_FILE_RE = re.compile(rf"#\s*neuron-lint\s*:\s*noqa(?![\w-])(?:\s*:\s*(?P<codes>{_CODE_LIST}))?", re.I)
 _ONE_CODE = re.compile(r"[A-Z]+[0-9]+", re.I)
 
 

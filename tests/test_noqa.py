@@ -44,6 +44,7 @@ def test_without_noqa_both_codes_are_reported():
     ("  # noqa: NRN201, NRN301", []),
     ("  # noqa:NRN201,NRN301", []),
     ("  # noqa: NRN201 NRN301", []),
+    ("  # noqa : NRN201", ["NRN301"]),
     ("  # NOQA: nrn201", ["NRN301"]),
     ("  # noqa", []),
     ("  #noqa", []),
