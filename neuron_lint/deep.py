@@ -56,16 +56,21 @@ def call_deep(fn: Callable[[ast.AST], T], tree: ast.AST) -> T:
     with _LOCK:
         old_limit = sys.getrecursionlimit()
         old_stack = threading.stack_size()
+        worker = None
         try:
-            threading.stack_size(STACK_BYTES)
             sys.setrecursionlimit(max(old_limit, old_limit + FRAMES_PER_LEVEL * depth))
-            worker = threading.Thread(target=target, name="neuron-lint-deep-walk", daemon=True)
-            worker.start()
+            for size in (STACK_BYTES, STACK_BYTES // 8):  # a smaller stack where memory is capped
+                try:
+                    threading.stack_size(size)
+                    worker = threading.Thread(target=target, name="neuron-lint-deep-walk", daemon=True)
+                    worker.start()
+                    break
+                except (RuntimeError, MemoryError, ValueError):
+                    worker = None
+            if worker is not None:
+                worker.join()
         finally:
             threading.stack_size(old_stack)
-        try:
-            worker.join()
-        finally:
             sys.setrecursionlimit(old_limit)
     if not outcome:
         raise ParseError("too deeply nested to analyze")

@@ -639,3 +639,18 @@ def test_planted_pipes_and_devices_as_gitignore_or_config_do_not_hang(tmp_path, 
     r = cli("check", "--no-cache", "--config", "pyproject.toml", ".", cwd=tmp_path)  # named: refused
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.startswith("neuron-lint: error:") and "pyproject.toml" in r.stderr, r.stderr
+
+
+def test_no_thread_for_a_deep_walk_is_a_clear_error(monkeypatch):
+    """Where no big-stack thread can start (capped virtual memory), the file is refused by name."""
+    import threading
+
+    from neuron_lint import deep
+
+    def no_threads(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_threads)
+    with pytest.raises(ParseError, match="too deeply nested to analyze"):
+        check_source("import torch\nx = " + "+".join(["a"] * 1500) + " + torch.ones(1).cuda()\n", "deep.py")
+    assert threading.stack_size() == 0 and deep.STACK_BYTES > 0
