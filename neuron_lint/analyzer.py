@@ -574,6 +574,8 @@ def is_local_package(path: str, top: str) -> bool:
     Triton, since `mamba_ssm/ops` is a package and so not an import root.
     """
     try:
+        if not os.path.isfile(path):
+            return False  # source text given without a real file (stdin, the library API, examples)
         return any(_provides(root, top) for root in _import_roots(os.path.dirname(path) or "."))
     except (OSError, ValueError):
         return False
