@@ -338,4 +338,8 @@ def main() -> None:
     """Console-script entry point."""
     if os.environ.get("NO_COLOR") == "":
         os.environ.pop("NO_COLOR")  # an empty NO_COLOR does not disable colour (no-color.org)
+    if sys.argv[1:2] == ["check"]:  # `check FILE...` as pre-commit runs it: skip the parser's set-up
+        from .fastpath import run_simple
+
+        run_simple(check, sys.argv[2:])
     app()

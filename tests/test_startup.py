@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
 
 PROBE = """
 import json, sys
@@ -38,3 +41,37 @@ def test_concise_check_of_one_file_needs_no_rich_and_no_libcst(tmp_path):
     assert "NRN201" in out
     assert "neuron_lint.api" in mods  # it did check the file
     assert not mods & {"rich", "libcst"}
+
+
+VIA_PARSER = """
+import sys
+from neuron_lint.cli import app
+sys.argv = ["neuron-lint", *sys.argv[1:]]
+app()
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "bad.py"],
+    ["check", "--no-cache", "-q", "--force-exclude", "."],
+    ["check", "--no-show-source", "--exit-zero", "bad.py", "broken.py"],
+    ["check", "--isolated", "--no-respect-gitignore", "ok.py"],
+    ["check", "missing.py"],
+])
+def test_the_check_shortcut_answers_exactly_like_the_parser(tmp_path, cli, args):
+    """`check` with only paths and flags skips typer's set-up; the answer must not change."""
+    (tmp_path / "bad.py").write_text("import torch\nx = torch.ones(2).cuda()\ny = x.double()\n")
+    (tmp_path / "ok.py").write_text("import torch\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    fast = cli(*args, cwd=tmp_path)
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    slow = subprocess.run([sys.executable, "-c", VIA_PARSER, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
+
+
+def test_the_check_shortcut_leaves_pydantic_alone(tmp_path):
+    f = tmp_path / "train.py"
+    f.write_text("import torch\nx = torch.ones(2).cuda()\n")
+    out, mods = loaded(["check", "--no-cache", str(f)], tmp_path)
+    assert "NRN201" in out and "pydantic" not in mods
