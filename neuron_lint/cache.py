@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 from . import __version__
@@ -89,6 +90,7 @@ def _encode(value):
     return value
 
 
+@lru_cache(maxsize=1)
 def _decoder():
     from . import model
 
@@ -121,7 +123,6 @@ class Cache:
             f"{engine_fingerprint()}\0{settings_fingerprint(settings)}".encode(), digest_size=16
         ).hexdigest()
         self.writable = True
-        self._decode = _decoder()
         self.hits = self.misses = 0
 
     def key(self, data: bytes, shown_path: str) -> str:
@@ -136,7 +137,7 @@ class Cache:
         """The :class:`~neuron_lint.model.CheckResult` stored under ``key``, or None."""
         try:
             with open(self._entry(key), "rb") as fh:
-                result = self._decode(json.loads(fh.read()))
+                result = _decoder()(json.loads(fh.read()))
             if type(result).__name__ != "CheckResult":
                 raise TypeError("not a result")
         except Exception:  # missing, truncated, from another format: a miss

@@ -124,3 +124,17 @@ def test_cli_output_identical_cold_warm_and_jobs(cli, project):
     assert {r.returncode for r in runs} == {2}  # findings and unparsable files
     assert len({r.stdout for r in runs}) == 1 and len({r.stderr for r in runs}) == 1
     assert "syntax.py" in runs[0].stderr and "NRN" in runs[0].stdout
+
+
+def test_spawned_workers_give_the_same_answer(in_project, force_pool, monkeypatch, tmp_path):
+    """macOS and Windows start workers with spawn (nothing inherited): settings, catalog and cache travel by pickle."""
+    import multiprocessing as mp
+
+    settings = Settings()
+    serial = snapshot(check_paths(["."], settings, jobs=1))
+    monkeypatch.setattr(runner, "_pool_context", lambda: mp.get_context("spawn"))
+    cache_dir = tmp_path / "cache"
+    spawned = snapshot(check_paths(["."], settings, jobs=2, cache=Cache(cache_dir, settings)))
+    assert force_pool and spawned == serial
+    warm = Cache(cache_dir, settings)
+    assert snapshot(check_paths(["."], settings, jobs=2, cache=warm)) == serial and warm.misses == 0
