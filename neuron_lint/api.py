@@ -6,7 +6,6 @@ The CLI is a thin layer over these functions, and the tests call them directly.
 from __future__ import annotations
 
 import ast
-import fnmatch
 import functools
 import os
 import warnings
@@ -49,19 +48,6 @@ def parse(text: str, path: str = "<string>") -> ast.Module:
         raise ParseError(f"cannot be parsed: {exc}") from None
 
 
-def _ignored_by_path(path: str, settings: Settings) -> tuple[str, ...]:
-    if not settings.per_file_ignores:
-        return ()
-    posix = Path(path).as_posix()
-    codes: list[str] = []
-    for pattern, ignore in settings.per_file_ignores:
-        if fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(posix, f"*/{pattern}") or fnmatch.fnmatchcase(Path(path).name, pattern):
-            codes.extend(ignore)
-        elif os.path.isabs(pattern) and fnmatch.fnmatchcase(Path(os.path.abspath(path)).as_posix(), pattern):
-            codes.extend(ignore)  # anchored to the configuration file's folder
-    return tuple(codes)
-
-
 def analyze_source(
     text: str,
     path: str = "<string>",
@@ -74,10 +60,7 @@ def analyze_source(
     """
     settings = settings or Settings()
     catalog = catalog or load_catalog()
-    codes = settings.enabled_codes(catalog)
-    file_ignores = _ignored_by_path(path, settings)
-    if file_ignores:
-        codes = frozenset(c for c in codes if not any(c.startswith(p.upper()) for p in file_ignores))
+    codes = settings.codes_for(path, catalog)
     index = build_index(catalog, codes)
     # Always parse (ast is cheap), so a syntax error is reported in every file; walk the tree
     # only when the file contains a word some enabled rule needs.

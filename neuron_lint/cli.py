@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional
+from contextlib import contextmanager
+from typing import Iterator, List, Optional
 
 import typer
 
@@ -39,25 +40,24 @@ def _main(
     """Find and rewrite CUDA-specific PyTorch code for AWS Trainium (TorchNeuron)."""
 
 
-def _split_codes(values: Optional[List[str]]) -> tuple[str, ...]:
-    out: list[str] = []
-    for v in values or ():
-        out.extend(c.strip().upper() for c in v.split(",") if c.strip())
-    return tuple(out)
-
-
 def fail(message: str, code: int = EXIT_ERROR) -> "typer.Exit":
     typer.echo(f"neuron-lint: error: {message}", err=True)
     return typer.Exit(code)
 
 
-def _check_codes(codes: tuple[str, ...], option: str) -> None:
-    from .catalog import load_catalog
-
-    known = load_catalog().codes
-    for c in codes:
-        if not any(k.startswith(c) for k in known):
-            raise fail(f"{option}: unknown rule code or prefix {c!r} (see `neuron-lint rules`)")
+@contextmanager
+def user_facing_errors(verbose: bool) -> Iterator[None]:
+    """Turn anything unexpected into one line on stderr and exit 2; a traceback only with --verbose."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        raise fail("interrupted", 130) from None
+    except Exception as exc:
+        if verbose:
+            raise
+        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)") from None
 
 
 def report_errors(result, verbose: bool = False) -> None:
@@ -95,7 +95,7 @@ def check(
     min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default 2.6); newer APIs stay suggestions."),
 ) -> None:
     """Check Python files for code that breaks or behaves differently on Trainium."""
-    try:
+    with user_facing_errors(verbose):
         from .api import check_paths
         from .config import ConfigError, from_command_line
         from .render import RenderOptions, get_renderer
@@ -131,14 +131,6 @@ def check(
         else:
             renderer(result, sys.stdout, RenderOptions(show_source=show_source, quiet=quiet, unsafe_fixes=settings.unsafe_fixes))
         sys.stdout.flush()
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        raise fail("interrupted", 130)
-    except Exception as exc:  # never a traceback unless asked for
-        if verbose:
-            raise
-        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
     if result.errors or fixed_code == EXIT_ERROR:
         raise typer.Exit(EXIT_ERROR)
     raise typer.Exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_OK)
@@ -176,7 +168,7 @@ def fix_cmd(
     --diff: there is something to change), 2 usage error or a file that could not be read, parsed or
     written (the other files are still fixed).
     """
-    try:
+    with user_facing_errors(verbose):
         from .config import ConfigError, from_command_line
         from .fix_command import run_fix
 
@@ -189,14 +181,6 @@ def fix_cmd(
             raise fail(str(exc))
         code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
         sys.stdout.flush()
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        raise fail("interrupted", 130)
-    except Exception as exc:  # never a traceback unless asked for
-        if verbose:
-            raise
-        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
     raise typer.Exit(code)
 
 
@@ -254,43 +238,36 @@ def report_cmd(
     Exit codes: 0 the report was written (whatever it found), 2 usage error or a file that could not
     be read or parsed (the report is still written and lists it).
     """
-    try:
-        from .api import check_paths, iter_files
-        from .config import ConfigError, from_command_line
-        from .discovery import Missing
-        from .report import build_report, get_report_renderer
-
+    with user_facing_errors(verbose):
         try:
-            renderer = get_report_renderer(report_format)
-            settings = from_command_line(paths or ["."], config=config, isolated=isolated, select=select,
-                                         extend_select=extend_select, ignore=ignore).settings
-        except (ValueError, ConfigError) as exc:
-            raise fail(str(exc))
-        roots = paths or ["."]
-        result = check_paths(roots, settings, jobs=jobs or None, cache=open_cache(settings, no_cache))
-        report_errors(result, verbose)
-        files = [str(f) for f in iter_files(roots, settings) if not isinstance(f, Missing)]
-        data = build_report(result, roots, files=files, top_files=top)
-        if output:
-            with open(output, "w", encoding="utf-8", newline="\n") as fh:
-                renderer(data, fh)
-            typer.echo(f"Wrote the {report_format} report to {output} ({data['verdict']}).", err=True)
-        else:
-            renderer(data, sys.stdout)
-            sys.stdout.flush()
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        raise fail("interrupted", 130)
-    except BrokenPipeError:  # the reader stopped early (`| head`): not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(EXIT_OK)
-    except OSError as exc:
-        raise fail(f"cannot write {output or 'the report'}: {exc.strerror or exc}")
-    except Exception as exc:  # never a traceback unless asked for
-        if verbose:
-            raise
-        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)")
+            from .api import check_paths, iter_files
+            from .config import ConfigError, from_command_line
+            from .discovery import Missing
+            from .report import build_report, get_report_renderer
+
+            try:
+                renderer = get_report_renderer(report_format)
+                settings = from_command_line(paths or ["."], config=config, isolated=isolated, select=select,
+                                             extend_select=extend_select, ignore=ignore).settings
+            except (ValueError, ConfigError) as exc:
+                raise fail(str(exc))
+            roots = paths or ["."]
+            result = check_paths(roots, settings, jobs=jobs or None, cache=open_cache(settings, no_cache))
+            report_errors(result, verbose)
+            files = [str(f) for f in iter_files(roots, settings) if not isinstance(f, Missing)]
+            data = build_report(result, roots, files=files, top_files=top)
+            if output:
+                with open(output, "w", encoding="utf-8", newline="\n") as fh:
+                    renderer(data, fh)
+                typer.echo(f"Wrote the {report_format} report to {output} ({data['verdict']}).", err=True)
+            else:
+                renderer(data, sys.stdout)
+                sys.stdout.flush()
+        except BrokenPipeError:  # the reader stopped early (`| head`): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_OK)
+        except OSError as exc:
+            raise fail(f"cannot write {output or 'the report'}: {exc.strerror or exc}")
     raise typer.Exit(EXIT_ERROR if result.errors else EXIT_OK)
 
 

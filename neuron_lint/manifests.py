@@ -542,13 +542,7 @@ def check_manifest_text(text: str, kind: str, path: str = "requirements.txt", se
     """Findings for a manifest's text. Raises ValueError (bad TOML) or SyntaxError (bad setup.py)."""
     settings = settings or Settings()
     catalog = catalog or load_catalog()
-    codes = settings.enabled_codes(catalog)
-    from .api import _ignored_by_path
-
-    file_ignores = _ignored_by_path(path, settings)
-    if file_ignores:
-        codes = frozenset(c for c in codes if not any(c.startswith(p.upper()) for p in file_ignores))
-    rules = manifest_rules(catalog, codes)
+    rules = manifest_rules(catalog, settings.codes_for(path, catalog))
     if not rules:
         return []
     return findings_for(scan_text(text, kind), text, path, rules)

@@ -5,7 +5,10 @@ The CLI and configuration files fill a :class:`Settings`; the engine only reads 
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .catalog import Catalog
 
@@ -53,3 +56,24 @@ class Settings:
             if chosen:
                 codes.add(code)
         return frozenset(codes)
+
+    def codes_for(self, path: str, catalog: Catalog) -> frozenset[str]:
+        """The enabled codes, less those ``per-file-ignores`` turns off for ``path``."""
+        codes = self.enabled_codes(catalog)
+        ignored = self.ignored_for(path)
+        if not ignored:
+            return codes
+        return frozenset(c for c in codes if not any(c.startswith(p.upper()) for p in ignored))
+
+    def ignored_for(self, path: str) -> tuple[str, ...]:
+        """The codes ``per-file-ignores`` lists for ``path``."""
+        if not self.per_file_ignores:
+            return ()
+        posix = Path(path).as_posix()
+        codes: list[str] = []
+        for pattern, ignore in self.per_file_ignores:
+            if fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(posix, f"*/{pattern}") or fnmatch.fnmatchcase(Path(path).name, pattern):
+                codes.extend(ignore)
+            elif os.path.isabs(pattern) and fnmatch.fnmatchcase(Path(os.path.abspath(path)).as_posix(), pattern):
+                codes.extend(ignore)  # anchored to the configuration file's folder
+        return tuple(codes)
