@@ -566,6 +566,14 @@ def _provides(root: str, name: str) -> bool:
     return os.path.isfile(os.path.join(root, name, "__init__.py")) or os.path.isfile(os.path.join(root, name + ".py"))
 
 
+_LOCAL_PACKAGE_LOOKUPS = [0]
+
+
+def local_package_lookups() -> int:
+    """How many times this process asked the file system whether an import is the project's own."""
+    return _LOCAL_PACKAGE_LOOKUPS[0]
+
+
 def is_local_package(path: str, top: str) -> bool:
     """Is `top` a package of the project being checked (a sibling of one of the file's import roots)?
 
@@ -576,6 +584,7 @@ def is_local_package(path: str, top: str) -> bool:
     try:
         if not os.path.isfile(path):
             return False  # source text given without a real file (stdin, the library API, examples)
+        _LOCAL_PACKAGE_LOOKUPS[0] += 1
         return any(_provides(root, top) for root in _import_roots(os.path.dirname(path) or "."))
     except (OSError, ValueError):
         return False

@@ -46,10 +46,15 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
     """Check one file and remember the result under its content key (when the file did not change)."""
     from .api import check_file
 
+    from . import analyzer
+
     order, path, key, sig, _size = item
+    looked_around = analyzer.local_package_lookups()
     result = check_file(path, _STATE["settings"], _STATE["catalog"])
     cache = _STATE["cache"]
-    if cache is not None and key is not None:
+    # A result that depended on the folders around the file (is an import the project's own
+    # package?) is not a function of the file's bytes alone, so it is not cached.
+    if cache is not None and key is not None and analyzer.local_package_lookups() == looked_around:
         try:
             unchanged = _signature(os.stat(path)) == sig
         except OSError:

@@ -149,3 +149,24 @@ def test_no_cache_writes_nothing(cli, proj):
     r = cli("check", "--no-cache", "src", cwd=proj)
     assert r.returncode == 1 and "NRN201" in r.stdout
     assert not (proj / ".neuron_lint_cache").exists()
+
+
+def test_own_package_answer_is_not_served_stale(tmp_path, cli):
+    """`import triton` is the project's own package only while a sibling `triton/` exists; the
+    cache must not keep the old answer when that folder comes or goes."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (tmp_path / "app.py").write_text("import triton\n")
+    (tmp_path / "other.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+
+    def triton_findings():
+        r = cli("check", "--output-format", "concise", "app.py", "other.py", cwd=tmp_path)
+        assert (tmp_path / ".neuron_lint_cache").is_dir()  # the cache is in use
+        return [line.split()[1] for line in r.stdout.splitlines() if line.startswith("app.py:")]
+
+    assert triton_findings() == ["NRN601"]
+    (tmp_path / "triton").mkdir()
+    (tmp_path / "triton" / "__init__.py").write_text("")
+    assert triton_findings() == []
+    (tmp_path / "triton" / "__init__.py").unlink()
+    (tmp_path / "triton").rmdir()
+    assert triton_findings() == ["NRN601"]
