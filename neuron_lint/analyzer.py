@@ -14,8 +14,9 @@ import ast
 import fnmatch
 import os
 from dataclasses import dataclass
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from .catalog import Match, Rule
 from .index import RuleIndex
@@ -566,12 +567,21 @@ def _provides(root: str, name: str) -> bool:
     return os.path.isfile(os.path.join(root, name, "__init__.py")) or os.path.isfile(os.path.join(root, name + ".py"))
 
 
-_LOCAL_PACKAGE_LOOKUPS = [0]
+_recording: list[list[tuple[str, str, bool]]] = []
 
 
-def local_package_lookups() -> int:
-    """How many times this process asked the file system whether an import is the project's own."""
-    return _LOCAL_PACKAGE_LOOKUPS[0]
+@contextmanager
+def recorded_lookups() -> Iterator[list[tuple[str, str, bool]]]:
+    """Collect the (file, package, answer) questions asked of the disk inside the block.
+
+    A cached result stays valid only while the same questions get the same answers (see runner).
+    """
+    lookups: list[tuple[str, str, bool]] = []
+    _recording.append(lookups)
+    try:
+        yield lookups
+    finally:
+        _recording.remove(lookups)
 
 
 def is_local_package(path: str, top: str) -> bool:
@@ -584,8 +594,10 @@ def is_local_package(path: str, top: str) -> bool:
     try:
         if not os.path.isfile(path):
             return False  # source text given without a real file (stdin, the library API, examples)
-        _LOCAL_PACKAGE_LOOKUPS[0] += 1
-        return any(_provides(root, top) for root in _import_roots(os.path.dirname(path) or "."))
+        answer = any(_provides(root, top) for root in _import_roots(os.path.dirname(path) or "."))
+        for lookups in _recording:
+            lookups.append((path, top, answer))
+        return answer
     except (OSError, ValueError):
         return False
 

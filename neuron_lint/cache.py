@@ -134,24 +134,31 @@ class Cache:
         return self.directory / key[:2] / f"{key[2:]}.json"
 
     def get(self, key: str):
-        """The :class:`~neuron_lint.model.CheckResult` stored under ``key``, or None."""
+        """``(result, lookups)`` stored under ``key``, or None.
+
+        ``lookups`` are the (file, package, answer) file-system questions the result depended on;
+        the caller re-asks them before trusting the result.
+        """
         try:
             with open(self._entry(key), "rb") as fh:
-                result = _decoder()(json.loads(fh.read()))
+                entry = json.loads(fh.read())
+            result = _decoder()(entry["result"])
+            lookups = [(str(p), str(t), bool(a)) for p, t, a in entry.get("lookups", ())]
             if type(result).__name__ != "CheckResult":
                 raise TypeError("not a result")
         except Exception:  # missing, truncated, from another format: a miss
             self.misses += 1
             return None
         self.hits += 1
-        return result
+        return result, lookups
 
-    def put(self, key: str, result) -> None:
+    def put(self, key: str, result, lookups=()) -> None:
         """Remember a file's :class:`~neuron_lint.model.CheckResult` (findings and errors)."""
         if not self.writable:
             return
         try:
-            payload = json.dumps(_encode(result), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            entry = {"result": _encode(result), "lookups": [list(x) for x in lookups]}
+            payload = json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
             target = self._entry(key)
             if not target.parent.is_dir():
                 self._prepare()

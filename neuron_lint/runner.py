@@ -49,19 +49,28 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
     from . import analyzer
 
     order, path, key, sig, _size = item
-    looked_around = analyzer.local_package_lookups()
-    result = check_file(path, _STATE["settings"], _STATE["catalog"])
+    # Whether an import is the project's own package depends on the folders around the file, not
+    # only on its bytes: the entry keeps those answers, and a later run re-checks them.
+    with analyzer.recorded_lookups() as looked_up:
+        result = check_file(path, _STATE["settings"], _STATE["catalog"])
     cache = _STATE["cache"]
-    # A result that depended on the folders around the file (is an import the project's own
-    # package?) is not a function of the file's bytes alone, so it is not cached.
-    if cache is not None and key is not None and analyzer.local_package_lookups() == looked_around:
+    if cache is not None and key is not None:
         try:
             unchanged = _signature(os.stat(path)) == sig
         except OSError:
             unchanged = False
         if unchanged:  # else the key describes other bytes than the ones just checked
-            cache.put(key, result)
+            cache.put(key, result, looked_up)
     return order, result
+
+
+def _still_valid(lookups) -> bool:
+    """Do the file-system answers a cached result relied on still hold?"""
+    if not lookups:
+        return True
+    from .analyzer import is_local_package
+
+    return all(is_local_package(path, top) == answer for path, top, answer in lookups)
 
 
 def _check_batch(items: list) -> list[tuple[int, CheckResult]]:
@@ -112,7 +121,10 @@ def run(
                 key = cache.key(data, display(path))
                 sig = _signature(st)
                 hit = cache.get(key)
+                if hit is not None and not _still_valid(hit[1]):
+                    hit = None
                 if hit is not None:
+                    hit = hit[0]
                     results[order] = hit
                     continue
         except OSError:  # check_file reports it
