@@ -87,7 +87,9 @@ class Analyzer:
         self.hits: list[Hit] = []
         self._scopes: list[dict[str, str | None]] = [{}]
         self._deferred: list[tuple[ast.AST, list[dict]]] = []
-        self._compare_operands: set[int] = set()
+        # ids of nodes whose value is only inspected (compared, a dict key, a host copy, an
+        # isinstance class): a dtype or API named there creates nothing on the device.
+        self._inert: set[int] = set()
         self._guard_depth = 0
         self._reported_packages: set[tuple[str, str]] = set()
         self.import_bindings: dict[str, str] = {}  # module-level name -> qualified name
@@ -371,7 +373,7 @@ class Analyzer:
         self.visit(base)
 
     def _check_names(self, qual: str, node: ast.AST) -> None:
-        if id(node) in self._compare_operands:
+        if id(node) in self._inert:
             # `x.dtype == torch.float64` inspects a value, `{torch.float64: 8}` is a lookup table,
             # `dtype=torch.float64, device="cpu"` stays on the host: none of them puts it on the device
             return
@@ -380,9 +382,9 @@ class Analyzer:
 
     def _visit_compare(self, node: ast.Compare) -> None:
         for operand in (node.left, *node.comparators):
-            self._compare_operands.add(id(operand))
+            self._inert.add(id(operand))
             if isinstance(operand, (ast.Tuple, ast.List, ast.Set)):
-                self._compare_operands.update(id(e) for e in operand.elts)
+                self._inert.update(id(e) for e in operand.elts)
         if self.index.env and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
             left = node.left
             right = node.comparators[0]
@@ -391,7 +393,7 @@ class Analyzer:
         self._visit_body(node)
 
     def _visit_dict(self, node: ast.Dict) -> None:
-        self._compare_operands.update(id(k) for k in node.keys if k is not None)
+        self._inert.update(id(k) for k in node.keys if k is not None)
         values = node.values
         if len(values) >= 2 and all(isinstance(v, ast.Attribute) for v in values):
             # `{np.float64: torch.float64, np.complex64: torch.complex64}`, `{"fp32": torch.float32,
@@ -399,7 +401,7 @@ class Analyzer:
             # Tables of deeper names (`{"cuda": ProfilerActivity.CUDA}`) are still reported.
             bases = {self.qualname(v.value) for v in values}  # type: ignore[attr-defined]
             if bases == {"torch"} and len({v.attr for v in values}) == len(values):  # type: ignore[attr-defined]
-                self._compare_operands.update(id(v) for v in values)
+                self._inert.update(id(v) for v in values)
         self._visit_body(node)
 
     def _visit_ifexp(self, node: ast.IfExp) -> None:
@@ -409,7 +411,7 @@ class Analyzer:
             operands = {ast.dump(o) for o in (node.test.left, *node.test.comparators)}
             for arm in (node.body, node.orelse):
                 if ast.dump(arm) in operands:
-                    self._compare_operands.add(id(arm))
+                    self._inert.add(id(arm))
         self._visit_body(node)
 
     # ------------------------------------------------------------------ calls
@@ -417,15 +419,20 @@ class Analyzer:
         func = node.func
         index = self.index
         if node.keywords and _on_cpu(node):
-            self._compare_operands.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
+            self._inert.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
+        if isinstance(func, ast.Name) and func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+            classes = node.args[1]  # `isinstance(model, DataParallel)` inspects a type; it uses nothing
+            self._inert.add(id(classes))
+            if isinstance(classes, ast.Tuple):
+                self._inert.update(id(e) for e in classes.elts)
         if isinstance(func, ast.Attribute) and func.attr == "to" and _is_cpu_copy(func.value):
-            self._compare_operands.update(id(a) for a in node.args)  # `x.cpu().to(torch.float64)`
-            self._compare_operands.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
+            self._inert.update(id(a) for a in node.args)  # `x.cpu().to(torch.float64)`
+            self._inert.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
         if isinstance(func, ast.Attribute) and func.attr == "cpu" and isinstance(func.value, ast.Call):
             inner = func.value  # `w.to(torch.float64).cpu()`: the float64 copy is for the host
             if isinstance(inner.func, ast.Attribute) and inner.func.attr == "to":
-                self._compare_operands.update(id(a) for a in inner.args)
-                self._compare_operands.update(id(kw.value) for kw in inner.keywords if kw.arg == "dtype")
+                self._inert.update(id(a) for a in inner.args)
+                self._inert.update(id(kw.value) for kw in inner.keywords if kw.arg == "dtype")
         if index.calls or index.methods or index.env:
             qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
             is_method = qual is None and isinstance(func, ast.Attribute)

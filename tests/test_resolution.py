@@ -74,3 +74,14 @@ def test_value_alias_is_reported_once_where_assigned():
         "m = model.to(dtype=dtype)\n"
     )
     assert [(f.code, f.line) for f in check_source(src, "t.py")] == [("NRN301", 2)]
+
+
+def test_isinstance_class_argument_is_inert():
+    src = (
+        "import torch\n"
+        "from torch.nn import DataParallel\n"
+        "assert not isinstance(model, DataParallel)\n"
+        "ok = issubclass(t, (torch.nn.DataParallel, int))\n"
+        "model = DataParallel(model)\n"
+    )
+    assert [(f.code, f.line) for f in check_source(src, "t.py")] == [("NRN210", 5)]
