@@ -36,10 +36,15 @@ class RenderOptions:
     statistics: bool = False
 
 
-def get_renderer(name: str) -> Callable[[CheckResult, TextIO, RenderOptions], None]:
+def lazy_lookup(table: dict[str, str], name: str, what: str) -> Callable:
+    """The function a ``{name: "module:function"}`` table names, imported only now."""
     try:
-        target = FORMATS[name]
+        target = table[name]
     except KeyError:
-        raise ValueError(f"unknown output format {name!r} (choose from {', '.join(FORMATS)})") from None
+        raise ValueError(f"unknown {what} {name!r} (choose from {', '.join(table)})") from None
     module, _, func = target.partition(":")
     return getattr(importlib.import_module(module), func)
+
+
+def get_renderer(name: str) -> Callable[[CheckResult, TextIO, RenderOptions], None]:
+    return lazy_lookup(FORMATS, name, "output format")

@@ -6,7 +6,6 @@ writes it as a terminal summary (rich), markdown, one self-contained HTML page, 
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable, TextIO
 
 from .model import EFFORT_POINTS, build_report
@@ -23,9 +22,6 @@ __all__ = ["REPORT_FORMATS", "EFFORT_POINTS", "build_report", "get_report_render
 
 
 def get_report_renderer(name: str) -> Callable[[dict, TextIO], None]:
-    try:
-        target = REPORT_FORMATS[name]
-    except KeyError:
-        raise ValueError(f"unknown report format {name!r} (choose from {', '.join(REPORT_FORMATS)})") from None
-    module, _, func = target.partition(":")
-    return getattr(importlib.import_module(module), func)
+    from ..render import lazy_lookup
+
+    return lazy_lookup(REPORT_FORMATS, name, "report format")
