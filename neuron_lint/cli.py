@@ -105,7 +105,7 @@ def check(
                 paths or ["."], config=config, isolated=isolated, select=select, extend_select=extend_select,
                 ignore=ignore, per_file_ignores=per_file_ignores, output_format=output_format, exclude=exclude,
                 extend_exclude=extend_exclude, respect_gitignore=respect_gitignore, force_exclude=force_exclude,
-                **fix_options(device, min_torch, unsafe_fixes),
+                device=device, min_torch=min_torch, unsafe_fixes=unsafe_fixes,
             ).settings
         except ConfigError as exc:
             raise fail(str(exc))
@@ -136,17 +136,6 @@ def check(
     raise typer.Exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_OK)
 
 
-def fix_options(device: Optional[str], min_torch: Optional[str], unsafe_fixes: Optional[bool]) -> dict:
-    """--device / --min-torch / --unsafe-fixes as settings (None: not given), validated."""
-    import re
-
-    if device is not None and device not in ("accelerator", "neuron"):
-        raise fail(f"--device: must be accelerator or neuron, not {device!r}")
-    if min_torch is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", min_torch):
-        raise fail(f"--min-torch: must be a version such as 2.6, not {min_torch!r}")
-    return {"device": device, "min_torch": min_torch, "unsafe_fixes": unsafe_fixes}
-
-
 @app.command("fix")
 def fix_cmd(
     paths: Optional[List[str]] = typer.Argument(None, help="Files or directories to fix (default: the current directory)."),
@@ -175,7 +164,7 @@ def fix_cmd(
         try:
             settings = from_command_line(
                 paths or ["."], config=config, isolated=isolated, select=select, extend_select=extend_select,
-                ignore=ignore, **fix_options(device, min_torch, unsafe_fixes),
+                ignore=ignore, device=device, min_torch=min_torch, unsafe_fixes=unsafe_fixes,
             ).settings
         except ConfigError as exc:
             raise fail(str(exc))

@@ -82,8 +82,10 @@ def _device(value: Any, where: str) -> str:
 
 
 def _min_torch(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not _VERSION_RE.match(value):
+    if not isinstance(value, str):  # `min-torch = 2.6` in TOML is a float
         raise ConfigError(f"{where}: must be a quoted version such as \"2.6\", not {value!r}")
+    if not _VERSION_RE.match(value):
+        raise ConfigError(f"{where}: must be a version such as 2.6, not {value!r}")
     return value
 
 
@@ -311,8 +313,11 @@ def from_command_line(
     **other: Any,
 ) -> Resolved:
     """Settings from raw command-line values (comma-separated codes, GLOB:CODES) and the config file."""
-    if output_format is not None:
-        _output_format(output_format, "--output-format")
+    for value, option, check in ((output_format, "--output-format", _output_format),
+                                 (other.get("device"), "--device", _device),
+                                 (other.get("min_torch"), "--min-torch", _min_torch)):
+        if value is not None:
+            check(value, option)
     return resolve(
         paths, config=config, isolated=isolated,
         select=split_codes(select, "--select"),
