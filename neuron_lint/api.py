@@ -17,7 +17,9 @@ from .catalog import Catalog, load_catalog
 from .discovery import Missing, iter_python_files
 from .deep import call_deep
 from .errors import ParseError
-from .fixes import FixContext, fix_for
+from .fixes import plan_fix
+from .fixes.guards import settle as settle_guards
+from .fixes.plan import PlanContext
 from .index import build_index
 from .matchers import MATCHERS
 from . import noqa
@@ -97,12 +99,18 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, tree
         fix = None
         if hit.rule.fix is not None:
             if ctx is None:
-                ctx = FixContext(text, tree, lines, settings, analyzer.import_bindings)
-            fix = fix_for(ctx, hit)
+                ctx = PlanContext(text, tree, lines, settings, analyzer.import_bindings)
+            fix = plan_fix(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
+    if ctx is not None:  # a device guard keeps its fix only with everything it decides
+        findings = settle_guards(findings)
     if findings or directives is not None:  # nothing found and no NRN901: nothing to filter
         findings = noqa.filter_findings(findings, text, path, codes, catalog, directives)
     findings.sort(key=lambda f: f.sort_key)
+    if settings.fix_edits and any(f.fix is not None and f.fix.fixer for f in findings):
+        from .fixes.rewrite import with_edits  # LibCST: only for files whose fixes must be spelled out
+
+        findings = with_edits(text, findings, settings)
     return findings
 
 

@@ -95,7 +95,10 @@ def _decoder():
     from . import model
 
     known = {name: getattr(model, name) for name in ("CheckResult", "Finding", "Fix", "Edit", "FileError")}
-    tuple_fields = {"Fix": ("edits",)}
+    tuple_fields = {"Fix": ("edits", "target", "data")}
+
+    def tuples(v):  # a fix's plan is tuples all the way down (it is hashed and compared)
+        return tuple(tuples(x) for x in v) if isinstance(v, list) else v
 
     def decode(value):
         if isinstance(value, dict):
@@ -105,7 +108,8 @@ def _decoder():
                 return fields
             cls = known[kind]  # KeyError: an entry from elsewhere; treated as a miss
             for name in tuple_fields.get(kind, ()):
-                fields[name] = tuple(fields[name])
+                if name in fields:
+                    fields[name] = tuples(fields[name]) if name != "edits" else tuple(fields[name])
             return cls(**fields)
         if isinstance(value, list):
             return [decode(v) for v in value]

@@ -175,6 +175,10 @@ def _parse_match(raw: Any, file: str, index: int) -> Match:
         raise _err(file, where, f"needs exactly one of {', '.join((*_MATCH_KINDS, MANIFEST_KIND))} (found {kinds or 'none'})")
     kind = kinds[0]
     patterns = _str_list(raw[kind], file, f"{where}.{kind}")
+    if kind == "matcher":
+        unknown_matchers = [p for p in patterns if not _matcher_known(p)]
+        if unknown_matchers:
+            raise _err(file, f"{where}.matcher", f"no matcher {unknown_matchers[0]!r} in neuron_lint/matchers.py")
     if kind == MANIFEST_KIND:
         extra = set(raw) - {MANIFEST_KIND, "message", "suggestion"}
         if extra:
@@ -250,6 +254,8 @@ def _parse_rule(data: dict, file: str) -> Rule:
         if unknown:
             raise _err(file, f"fix.{sorted(unknown)[0]}", "unknown key")
         fixer = _str(raw_fix, "fixer", file)
+        if not _fixer_known(fixer):
+            raise _err(file, "fix.fixer", f"no fixer {fixer!r} (expected neuron_lint/fixes/fixers/{fixer}.py)")
         safety = raw_fix.get("safety")
         if safety not in FIX_SAFETY:
             raise _err(file, "fix.safety", f"must be one of {', '.join(FIX_SAFETY)}")
@@ -317,6 +323,19 @@ class Catalog:
     @property
     def codes(self) -> tuple[str, ...]:
         return tuple(r.code for r in self.rules)
+
+
+def _fixer_known(name: str) -> bool:
+    from .fixes import TEXT_FIXERS, fixer_exists  # the registry is a folder: nothing is imported
+
+    return name in TEXT_FIXERS or fixer_exists(name)
+
+
+def _matcher_known(name: str) -> bool:
+    from .matchers import MATCHERS
+    from . import noqa  # noqa: F401  (registers its matcher)
+
+    return name in MATCHERS
 
 
 def load_catalog_from(directory: Path) -> Catalog:

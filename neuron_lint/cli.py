@@ -6,6 +6,7 @@ be read or parsed (the other files are still checked and reported).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from contextlib import contextmanager
@@ -16,6 +17,8 @@ import typer
 from . import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+#: Output formats that show each fix's text edits (computed with LibCST only for them).
+EDIT_FORMATS = ("json", "sarif")
 
 app = typer.Typer(
     name="neuron-lint",
@@ -110,11 +113,13 @@ def check(
         except ConfigError as exc:
             raise fail(str(exc))
         renderer = get_renderer(settings.output_format)
+        if settings.output_format in EDIT_FORMATS:  # they spell out each fix's text edits
+            settings = dataclasses.replace(settings, fix_edits=True)
         fixed_code = 0
         if fix or diff:
             from .fix_command import run_fix
 
-            fixed_code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
+            fixed_code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet, jobs=jobs or None)
             if diff:
                 raise typer.Exit(fixed_code)
         if add_noqa:
@@ -148,6 +153,13 @@ def fix_cmd(
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix these codes or prefixes."),
     config: Optional[str] = typer.Option(None, "--config", help="Read settings from this file instead of searching for one."),
     isolated: bool = typer.Option(False, "--isolated", help="Ignore every configuration file."),
+    per_file_ignores: Optional[List[str]] = typer.Option(None, "--per-file-ignores", help="GLOB:CODES pairs added to the configured ones."),
+    exclude: Optional[List[str]] = typer.Option(None, "--exclude", help="Globs to skip (replaces the configured list)."),
+    extend_exclude: Optional[List[str]] = typer.Option(None, "--extend-exclude", help="More globs to skip."),
+    respect_gitignore: Optional[bool] = typer.Option(None, "--respect-gitignore/--no-respect-gitignore", help="Skip files .gitignore ignores (default: yes)."),
+    force_exclude: Optional[bool] = typer.Option(None, "--force-exclude/--no-force-exclude", help="Apply excludes to files named on the command line too (for pre-commit)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Worker processes (0: one per CPU; small runs use one)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Accepted for symmetry with `check`: fixing never reads the result cache."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (and the diff)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks for internal errors."),
 ) -> None:
@@ -165,10 +177,12 @@ def fix_cmd(
             settings = from_command_line(
                 paths or ["."], config=config, isolated=isolated, select=select, extend_select=extend_select,
                 ignore=ignore, device=device, min_torch=min_torch, unsafe_fixes=unsafe_fixes,
+                per_file_ignores=per_file_ignores, exclude=exclude, extend_exclude=extend_exclude,
+                respect_gitignore=respect_gitignore, force_exclude=force_exclude,
             ).settings
         except ConfigError as exc:
             raise fail(str(exc))
-        code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet)
+        code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet, jobs=jobs or None)
         sys.stdout.flush()
     raise typer.Exit(code)
 

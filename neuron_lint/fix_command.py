@@ -6,6 +6,8 @@ Exit codes: 0 nothing left to report (or, with ``--diff``, nothing to change), 1
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 from collections import Counter
 from typing import Iterable, TextIO
@@ -13,7 +15,9 @@ from typing import Iterable, TextIO
 from .api import iter_files
 from .catalog import load_catalog
 from .discovery import Missing
+from .api import display_path
 from .fixing import FileFix, fix_file
+from .runner import run_work
 from .model import FileError
 from .render.summary import plural
 
@@ -25,28 +29,38 @@ def _codes(findings) -> str:
     return ", ".join(f"{code} ×{n}" if n > 1 else code for code, n in sorted(counts.items()))
 
 
-def fix_paths(paths: Iterable[str], settings, write: bool = True) -> tuple[list[FileFix], list[FileError]]:
+def _lost(path: str) -> FileFix:
+    shown = display_path(path)
+    return FileFix(shown, error=FileError(shown, "the process fixing it died (out of memory, or a crash in Python itself); left alone"))
+
+
+def fix_paths(paths: Iterable[str], settings, write: bool = True, jobs: int | None = None) -> tuple[list[FileFix], list[FileError]]:
+    """Fix every Python file under ``paths`` (the files ``check`` would check), across worker processes."""
     catalog = load_catalog()
-    done: list[FileFix] = []
     errors: list[FileError] = []
-    for item in iter_files(list(paths), settings):
+    items: list[tuple[int, str, int]] = []
+    for order, item in enumerate(iter_files(list(paths), settings)):
         if isinstance(item, Missing):
             errors.append(FileError(item.path, item.reason))
             continue
         if not str(item).endswith(PYTHON_SUFFIXES):
             continue  # manifests are reported by `check`; nothing to rewrite there
-        result = fix_file(item, settings, catalog, write=write)
-        done.append(result)
-        if result.error is not None:
-            errors.append(result.error)
+        try:
+            size = os.stat(item).st_size
+        except OSError:
+            size = 0
+        items.append((order, str(item), size))
+    results = run_work(items, settings, catalog, functools.partial(fix_file, write=write), jobs, lost=_lost)
+    done = [results[order] for order in sorted(results)]
+    errors += [d.error for d in done if d.error is not None]
     return done, errors
 
 
 def run_fix(paths: Iterable[str], settings, diff: bool = False, quiet: bool = False,
-            out: TextIO | None = None, err: TextIO | None = None) -> int:
+            out: TextIO | None = None, err: TextIO | None = None, jobs: int | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    done, errors = fix_paths(paths, settings, write=not diff)
+    done, errors = fix_paths(paths, settings, write=not diff, jobs=jobs)
     for e in errors:
         where = e.path if e.line is None else f"{e.path}:{e.line}:{e.col or 1}"
         err.write(f"error: {where}: {e.reason}\n")

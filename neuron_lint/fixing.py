@@ -1,10 +1,11 @@
 """Apply fixes: to text (to a fixed point), and to files (atomically, or as a diff).
 
-Each pass checks the text, takes every applicable fix (safe ones, plus unsafe ones with
-``unsafe_fixes``), applies those whose edits do not collide with an earlier fix (identical edits,
-such as the one device-variable definition several fixes ask for, are applied once), verifies that
-the result still parses, and checks again. Fixes that collided are retried on the next pass
-against the new text. It stops when nothing changes (at most ``MAX_PASSES`` passes).
+Each pass checks the text (ast), takes every applicable fix (safe ones, plus unsafe ones with
+``unsafe_fixes``) and carries them out in one LibCST transformation
+(:func:`neuron_lint.fixes.rewrite.rewrite`); plain text edits (``# noqa`` comments) are applied
+around it. The result must still parse; then the text is checked again. A fix that could not be
+applied in a pass (two fixes on one node) is retried on the next. It stops when nothing changes
+(at most ``MAX_PASSES`` passes).
 
 Writing a file keeps its encoding, BOM, line endings and mode, goes through a temporary file in
 the same directory and ``os.replace``, and is refused when the file changed on disk after it was
@@ -13,7 +14,6 @@ read.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import difflib
 import os
@@ -28,7 +28,9 @@ from .api import analyze_source, display_path, parse
 from .catalog import Catalog, load_catalog
 from .errors import ParseError
 from .model import Edit, FileError, Finding
-from .positions import LineIndex, split_lines
+from .fixes.edits import apply_edits
+from .project_style import DEFAULT_LINE_LENGTH, line_length_of
+from .positions import split_lines
 from .settings import Settings
 from .source import SourceError, decode, encode, read_source_bytes
 
@@ -41,75 +43,13 @@ class TextFix:
     applied: list[Finding] = field(default_factory=list)  # findings whose fix was applied
     remaining: list[Finding] = field(default_factory=list)  # findings in the final text
     passes: int = 0
-    rejected: list[Finding] = field(default_factory=list)  # fixes dropped because the result did not parse
+    rejected: list[Finding] = field(default_factory=list)  # fixes dropped: the result did not parse, or
+    too_long: list[Finding] = field(default_factory=list)  # ... it made a line longer than the project allows
 
 
 def applicable(finding: Finding, settings: Settings) -> bool:
     fix = finding.fix
     return fix is not None and (fix.applicability == "safe" or settings.unsafe_fixes)
-
-
-def _ranges(lines: LineIndex, fix) -> list[tuple[int, int, str]]:
-    return [(lines.offset(e.line, e.col), lines.offset(e.end_line, e.end_col), e.content) for e in fix.edits]
-
-
-def _collide(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
-    if a == b:
-        return False  # the same edit asked for twice is applied once
-    (s1, t1, _), (s2, t2, _) = a, b
-    if s1 < t2 and s2 < t1:
-        return True
-    if s1 == s2:
-        return True  # two insertions (or an insertion and a replacement) at one point: order unclear
-    return (s1 == t1 and s2 < s1 < t2) or (s2 == t2 and s1 < s2 < t1)
-
-
-def _collides_with_chosen(e: tuple[int, int, str], chosen: list[tuple[int, int, int, str]]) -> bool:
-    """Does ``e`` collide with an edit in ``chosen`` (sorted by start)? Only its neighbours can."""
-    i = bisect.bisect_left(chosen, (e[0],))
-    if i and _collide(e, _plain(chosen[i - 1])):
-        return True
-    while i < len(chosen) and chosen[i][0] <= e[1]:
-        if _collide(e, _plain(chosen[i])):
-            return True
-        i += 1
-    return False
-
-
-def _plain(c: tuple[int, int, int, str]) -> tuple[int, int, str]:
-    return c[0], c[1], c[3]
-
-
-def apply_edits(text: str, findings: list[Finding], newline: str = "\n") -> tuple[str, list[Finding]]:
-    """Apply the fixes of ``findings`` that do not collide with an earlier one. Returns (text, applied).
-
-    O(n log n) in the number of edits and linear in the text: a generated file with thousands of
-    fixes must not take minutes.
-    """
-    lines = LineIndex(text)
-    # (start, end, order asked, content), sorted: edits at one point go in the order the fix listed them.
-    chosen: list[tuple[int, int, int, str]] = []
-    seen: set[tuple[int, int, str]] = set()
-    applied: list[Finding] = []
-    for f in sorted(findings, key=lambda f: min((e.line, e.col) for e in f.fix.edits)):
-        edits = _ranges(lines, f.fix)
-        if any(e not in seen and _collides_with_chosen(e, chosen) for e in edits):
-            continue
-        for e in edits:
-            if e not in seen:  # the same edit asked for twice is applied once
-                seen.add(e)
-                bisect.insort(chosen, (e[0], e[1], len(seen), e[2]))
-        applied.append(f)
-    pieces: list[str] = []
-    pos = 0
-    for start, end, _, content in chosen:
-        if newline != "\n":
-            content = content.replace("\n", newline)
-        pieces.append(text[pos:start])
-        pieces.append(content)
-        pos = end
-    pieces.append(text[pos:])
-    return "".join(pieces), applied
 
 
 def _parses(text: str, path: str) -> bool:
@@ -120,14 +60,67 @@ def _parses(text: str, path: str) -> bool:
     return True
 
 
+def _apply(text: str, wanted: list[Finding], settings: Settings, newline: str) -> tuple[str, list[Finding]]:
+    """One pass: the LibCST rewrites, then the plain text edits that do not touch them."""
+    from .fixes.rewrite import rewrite
+
+    planned = [f for f in wanted if f.fix.fixer]
+    plain = [f for f in wanted if not f.fix.fixer and f.fix.edits]
+    used: list[Finding] = []
+    if planned:
+        done = rewrite(text, planned, settings)
+        text, used = done.text, list(done.applied)
+    if plain and not used:
+        text, more = apply_edits(text, plain, newline)
+        used += more
+    return text, used
+
+
+def _long_lines(text: str, limit: int) -> int:
+    return sum(1 for line in split_lines(text) if len(line) > limit)
+
+
+def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str, path: str, limit: int,
+          result: "TextFix") -> tuple[str, list[Finding]]:
+    """One pass: apply ``wanted``; drop the fixes that break the code or make lines too long."""
+    new, used = _apply(current, wanted, settings, newline)
+    if new == current:
+        return new, used
+    if not _parses(new, path):
+        # Find the culprit(s): add one fix at a time, keeping those that leave valid code.
+        new, used = current, []
+        for f in wanted:
+            candidate, kept = _apply(current, used + [f], settings, newline)
+            if f in kept and _parses(candidate, path):
+                new, used = candidate, kept
+            else:
+                result.rejected.append(f)
+    before = _long_lines(current, limit)
+    if used and _long_lines(new, limit) > before:
+        # A rewrite must not make a line longer than the project allows (ruff E501): leave it to a person.
+        too_long = [f for f in used if _long_lines(_apply(current, [f], settings, newline)[0], limit) > before]
+        result.rejected.extend(too_long)
+        result.too_long.extend(too_long)
+        keep = [f for f in wanted if f not in too_long]
+        new, used = _apply(current, keep, settings, newline) if keep else (current, [])
+        if not _parses(new, path) or _long_lines(new, limit) > before:
+            new, used = current, []
+    return new, used
+
+
 def fix_text(
     text: str,
     path: str = "<string>",
     settings: Settings | None = None,
     catalog: Catalog | None = None,
     newline: str = "\n",
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> TextFix:
-    """Apply fixes to a module's text until nothing changes. Raises ParseError if ``text`` is invalid."""
+    """Apply fixes to a module's text until nothing changes. Raises ParseError if ``text`` is invalid.
+
+    ``line_length``: the project's limit (ruff's or black's ``line-length``); no fix makes a line
+    longer than it that was not already.
+    """
     settings = settings or Settings()
     catalog = catalog or load_catalog()
     result = TextFix(text)
@@ -137,17 +130,7 @@ def fix_text(
         wanted = [f for f in findings if applicable(f, settings) and f not in result.rejected]
         if not wanted:
             break
-        new, used = apply_edits(current, wanted, newline)
-        if new != current and not _parses(new, path):
-            # Find the culprit(s): add one fix at a time to the set applied to this pass's text
-            # (every fix's positions refer to it), keeping those that leave valid code.
-            new, used = current, []
-            for f in wanted:
-                candidate, kept = apply_edits(current, used + [f], newline)
-                if f in kept and _parses(candidate, path):
-                    new, used = candidate, kept
-                else:
-                    result.rejected.append(f)
+        new, used = _pass(current, wanted, settings, newline, path, line_length, result)
         result.passes += 1
         if new == current:
             break
@@ -286,7 +269,8 @@ def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalo
         return out
     try:
         source = decode(original)
-        result = fix_text(source.text, shown, settings, catalog, newline=source.newline)
+        limit = line_length_of(os.path.dirname(os.path.abspath(path)))
+        result = fix_text(source.text, shown, settings, catalog, newline=source.newline, line_length=limit)
     except SourceError as exc:
         out.error = FileError(shown, str(exc))
         return out

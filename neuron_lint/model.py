@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 
 @dataclass(frozen=True, order=True)
@@ -26,11 +27,39 @@ class Edit:
         }
 
 
+class Applicability(str, Enum):
+    """How much a fix may be trusted (ruff's fix applicability, two levels).
+
+    ``SAFE``: on a CUDA machine the fixed program does exactly what it did before, and on
+    Trainium it takes the path meant for the ``neuron`` device. ``UNSAFE``: it may change what
+    the program computes anywhere; only applied with ``--unsafe-fixes``.
+    """
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Fix:
-    applicability: str  # "safe" | "unsafe"
+    """A rewrite offered for a finding.
+
+    Detection plans it on the ``ast`` (``fixer``, ``target``, ``data``: what to rewrite and the
+    decisions taken); :mod:`neuron_lint.fixes.rewrite` carries it out with LibCST. ``edits``, the
+    minimal text spans it changes, are filled in only when an output needs them (JSON, SARIF).
+    A fix with ``edits`` and no ``fixer`` is a plain text edit (a ``# noqa`` comment).
+    """
+
+    applicability: str  # an Applicability value
     edits: tuple[Edit, ...]
     message: str = ""
+    fixer: str = ""
+    # (line, col, end_line, end_col, LibCST node class name) of the node the fixer replaces
+    target: tuple = ()
+    # the fixer's decisions, as sorted (key, value) pairs of JSON values
+    data: tuple = ()
 
     def to_dict(self) -> dict:
         return {

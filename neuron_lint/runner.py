@@ -38,13 +38,20 @@ def _signature(st: os.stat_result) -> tuple[int, int]:
 _STATE: dict = {}
 
 
-def _init_worker(settings, catalog, cache) -> None:
-    _STATE.update(settings=settings, catalog=catalog, cache=cache)
+def _init_worker(settings, catalog, cache, work=None) -> None:
+    _STATE.update(settings=settings, catalog=catalog, cache=cache, work=work)
 
 
 def _check_one(item: tuple) -> tuple[int, CheckResult]:
-    """Check one file and remember the result under its content key (when the file did not change)."""
+    """Check one file and remember the result under its content key (when the file did not change).
+
+    With a ``work`` function (``fix``), run that instead: ``work(path, settings, catalog)``, uncached.
+    """
     from .api import check_file
+
+    work = _STATE.get("work")
+    if work is not None:
+        return item[0], work(item[1], _STATE["settings"], _STATE["catalog"])
 
     from . import analyzer
 
@@ -156,7 +163,28 @@ def _no_progress(n: int) -> None:
     return None
 
 
-def _run_pool(pending, workers, settings, catalog, cache, results, advance=_no_progress) -> None:
+def run_work(items: list[tuple[int, str, int]], settings, catalog: Catalog, work, jobs: int | None = None,
+             lost=None) -> dict:
+    """``work(path, settings, catalog)`` for each ``(order, path, size)``, serially or across processes
+    exactly as :func:`run` checks files; returns ``{order: result}``. ``lost(path)`` is the result for a
+    file whose worker died."""
+    pending = [(order, path, None, None, size) for order, path, size in items]
+    results: dict = {}
+    workers = min(jobs if jobs and jobs > 0 else available_cpus(), len(pending))
+    if workers <= 1 or sum(i[4] for i in pending) < SERIAL_BYTES or len(pending) < SERIAL_FILES:
+        _init_worker(settings, catalog, None, work)
+        try:
+            for item in pending:
+                order, result = _check_one(item)
+                results[order] = result
+        finally:
+            _STATE["work"] = None
+        return results
+    _run_pool(pending, workers, settings, catalog, None, results, work=work, lost=lost)
+    return results
+
+
+def _run_pool(pending, workers, settings, catalog, cache, results, advance=_no_progress, work=None, lost=None) -> None:
     # Largest files first, so no worker is left with a big file at the end.
     pending = sorted(pending, key=lambda item: -item[4])
     batch = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
@@ -165,16 +193,20 @@ def _run_pool(pending, workers, settings, catalog, cache, results, advance=_no_p
     from .index import build_index
 
     build_index(catalog, settings.enabled_codes(catalog))
-    if _pool_pass(batches, workers, (settings, catalog, cache), results, advance):
+    initargs = (settings, catalog, cache, work)
+    if _pool_pass(batches, workers, initargs, results, advance):
         return
     # A worker died (killed for memory, or a crash in Python itself), which would leave a plain
     # multiprocessing pool waiting forever. Check what is left one file per process, to name the file.
     for item in pending:
-        if item[0] not in results and not _pool_pass([[item]], 1, (settings, catalog, cache), results, advance):
+        if item[0] not in results and not _pool_pass([[item]], 1, initargs, results, advance):
             from .api import display_path
 
-            reason = "the process checking it died (out of memory, or a crash in Python itself); not checked"
-            results[item[0]] = CheckResult(errors=[FileError(display_path(item[1]), reason)])
+            if lost is not None:
+                results[item[0]] = lost(item[1])
+            else:
+                reason = "the process checking it died (out of memory, or a crash in Python itself); not checked"
+                results[item[0]] = CheckResult(errors=[FileError(display_path(item[1]), reason)])
             advance(1)
 
 

@@ -32,6 +32,8 @@ class Settings:
     device: str = "accelerator"  # "accelerator" | "neuron"
     min_torch: str = "2.6"
     unsafe_fixes: bool = False
+    # Spell out each fix's text edits (JSON and SARIF show them); else fixes are only planned.
+    fix_edits: bool = False
     # engine
     prefilter: bool = True
     # Python's ast takes about 220 bytes of memory per byte of source (measured: a 10 MB file

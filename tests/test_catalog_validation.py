@@ -1,5 +1,6 @@
 """A malformed rule file is reported with its file name and the key at fault."""
 
+import re
 import shutil
 
 import pytest
@@ -24,7 +25,10 @@ def _load_with(tmp_path, name, text):
         (lambda t: t.replace('effort = "medium"', 'effort = "auto"'), "effort"),
         (lambda t: t.replace("[[match]]\nnames", "[[match]]\nnamez"), "match[0].namez"),
         (lambda t: t.replace('suggestion = ', 'sugestion = '), "sugestion"),
-        (lambda t: t + '\n[fix]\nfixer = "x"\nsafety = "sometimes"\n', "fix.safety"),
+        (lambda t: t + '\n[fix]\nfixer = "cuda_call"\nsafety = "sometimes"\n', "fix.safety"),
+        # A fixer or matcher that does not exist fails loading, instead of silently losing the fix.
+        (lambda t: t + '\n[fix]\nfixer = "cuda_cal"\nsafety = "safe"\n', "fix.fixer"),
+        (lambda t: re.sub(r"\[\[match\]\]\nnames = \[[^\]]*\]", '[[match]]\nmatcher = "no_such_matcher"\ntrigger = ["x"]', t, count=1), "match[0].matcher"),
     ],
 )
 def test_mistakes_name_file_and_key(tmp_path, mutate, key):

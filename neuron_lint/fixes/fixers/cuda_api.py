@@ -1,0 +1,203 @@
+"""``torch.cuda.X`` -> its device-agnostic equivalent (``torch.accelerator.X``, ``torch.Stream``, ...).
+
+The rule's ``[fix.map]`` says, per qualified name, the ``target``, the PyTorch release that
+introduced it (``since``; gated by ``--min-torch``), an ``args`` form and an optional ``safety``
+that overrides the rule's. ``args`` says which calls carry over:
+
+- ``any``: any arguments (the target takes the same ones);
+- ``none``: no arguments;
+- ``device``: at most one, the device (positionally or as ``device=``); the target takes it
+  positionally only (``torch.accelerator.synchronize(device, /)``), so a keyword becomes positional;
+- ``index``: at most one positional device index (``torch.cuda.device(i)``);
+- ``stream`` / ``event``: no positional arguments, only the listed keywords.
+
+``torch.cuda.is_available()`` is a device guard: it is rewritten only when everything it decides
+is rewritten too (see :func:`neuron_lint.fixes.guards.settle`), so that on Trainium the program
+takes the branch meant for the accelerator and on CUDA the same branch as before.
+``torch.cuda.manual_seed(_all)(s)`` right next to ``torch.manual_seed(s)`` is a duplicate
+(``torch.manual_seed`` seeds every device) and is removed, safely.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..guards import decided_region
+from .cuda_call import looks_like_index
+
+_KEYWORDS = {
+    "stream": frozenset({"priority"}),
+    "event": frozenset({"enable_timing", "blocking", "interprocess"}),
+}
+_SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
+_GUARD_WORDS = re.compile(r"is_available|cuda|device")
+
+
+def _guarded(ctx, node) -> bool:
+    """Is ``node`` in the body of an ``if`` (or the true arm of ``... if ... else``) that tests the device?"""
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, ast.If) and any(s is child for s in p.body) and _GUARD_WORDS.search(ctx.segment(p.test)):
+            return True
+        if isinstance(p, ast.IfExp) and p.body is child and _GUARD_WORDS.search(ctx.segment(p.test)):
+            return True
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return False
+        child = p
+    return False
+
+
+def _alone_on_its_line(ctx, stmt) -> bool:
+    line, col, end_line, end_col = ctx.span(stmt)
+    before = ctx.lines.line(line)[: col - 1]
+    after = ctx.lines.line(end_line)[end_col - 1:]
+    return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+
+
+def _args_fit(call: ast.Call | None, form: str) -> bool:
+    if form == "any":
+        return True
+    if call is None:
+        return False
+    args, kws = call.args, call.keywords
+    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in kws):
+        return False
+    if form == "none":
+        return not args and not kws
+    if form == "device":
+        return len(args) + len(kws) <= 1 and all(k.arg in ("device", "device_index") for k in kws)
+    if form == "index":
+        if kws or len(args) > 1:
+            return False
+        return not args or (isinstance(args[0], ast.Constant) and args[0].value is None) or looks_like_index(args[0])
+    return not args and all(k.arg in _KEYWORDS[form] for k in kws)
+
+
+def _duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
+    """The statement of ``torch.cuda.manual_seed_all(s)`` when a neighbour is ``torch.manual_seed(s)``."""
+    stmt = ctx.parent(call)
+    if not (isinstance(stmt, ast.Expr) and stmt.value is call and len(call.args) == 1 and not call.keywords):
+        return None
+    block = next((b for b in (getattr(ctx.parent(stmt), f, None) for f in ("body", "orelse", "finalbody"))
+                  if isinstance(b, list) and any(s is stmt for s in b)), None)
+    if block is None or len(block) < 2:
+        return None
+    i = next(j for j, s in enumerate(block) if s is stmt)
+    seed = ast.dump(call.args[0])
+    for j in range(max(0, i - 2), min(len(block), i + 3)):
+        other = block[j]
+        v = getattr(other, "value", None)
+        if (j != i and isinstance(other, ast.Expr) and isinstance(v, ast.Call) and ctx.qualname(v.func) == "torch.manual_seed"
+                and len(v.args) == 1 and ast.dump(v.args[0]) == seed):
+            return stmt
+    return None
+
+
+class CudaApi:
+    name = "cuda_api"
+
+    def plan(self, ctx, hit):
+        entry = hit.rule.fix.map.get(hit.subject)
+        if not isinstance(entry, dict):
+            return None
+        target, since = entry["target"], entry.get("since", "2.6")
+        call = ctx.enclosing_call(hit.node)
+        if hit.subject in _SEEDS and call is not None:
+            stmt = _duplicate_seed(ctx, call)
+            if stmt is not None:
+                return ctx.propose(hit, stmt, "Expr", "Remove: `torch.manual_seed` next to it already seeds every device",
+                                   {"remove": True}, applicability="safe")
+        if not ctx.allows(since):
+            ctx.note(hit, f"not rewritten: `{target}` needs PyTorch {since} and --min-torch is {ctx.settings.min_torch}; "
+                          f"pass --min-torch {since} (TorchNeuron itself needs 2.13) to get the rewrite")
+            return None
+        form = entry.get("args", "any")
+        if not _args_fit(call, form):
+            ctx.note(hit, f"not rewritten: these arguments do not carry over to `{target}` unchanged")
+            return None
+        data = {"target": target}
+        if hit.subject == "torch.cuda.is_available":
+            region, why = decided_region(ctx, call)
+            if region is None:
+                ctx.note(hit, f"not rewritten: {why}")
+                return None
+            data["region"] = region
+        node, kind = hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name"
+        if form == "device" and call is not None and call.keywords:
+            node, kind = call, "Call"  # the target takes the device positionally only
+        fallback = entry.get("off_accelerator")
+        if fallback is not None and call is not None and not _guarded(ctx, call):
+            # torch.cuda's memory calls do nothing on a host without CUDA; torch.accelerator's raise there.
+            stmt = ctx.parent(call)
+            if isinstance(stmt, ast.Expr) and _alone_on_its_line(ctx, stmt):
+                node, kind = stmt, "SimpleStatementLine"
+                data["guard"] = "statement"
+            else:
+                node, kind = call, "Call"
+                data["guard"] = fallback
+        return ctx.propose(hit, node, kind, f"Use `{target}`", data, entry.get("safety"))
+
+    def rewrite(self, rx, original, updated, data):
+        import libcst as cst
+
+        if data.get("remove"):
+            return cst.RemoveFromParent()
+        guard = data.get("guard")
+        if isinstance(updated, cst.SimpleStatementLine):  # `if torch.accelerator.is_available(): <call>`
+            call = updated.body[0].value
+            new_call = self._call(rx, original.body[0].value, call, data)
+            test = cst.Call(func=rx.dotted("torch.accelerator.is_available", original))
+            line = updated.with_changes(body=[updated.body[0].with_changes(value=new_call)], leading_lines=[])
+            return cst.If(test=test, body=cst.IndentedBlock(body=[line]), leading_lines=updated.leading_lines)
+        if guard is not None and isinstance(updated, cst.Call):
+            new_call = self._call(rx, original, updated, data)
+            return rx.expression("({call} if {test}() else " + guard + ")",
+                                 call=new_call, test=rx.dotted("torch.accelerator.is_available", original))
+        if isinstance(updated, cst.Call):
+            return self._call(rx, original, updated, data)
+        return self._target(rx, original, updated, data)
+
+    def _call(self, rx, original, updated, data):
+        import libcst as cst
+
+        if isinstance(updated, cst.Call):  # `synchronize(device=d)` -> `synchronize(d)`
+            args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) for a in updated.args]
+            return updated.with_changes(func=self._target(rx, original.func, updated.func, data), args=args)
+        return self._target(rx, original, updated, data)
+
+    @staticmethod
+    def _target(rx, original, updated, data):
+        import libcst as cst
+
+        target = data["target"]
+        if target.startswith("torch.get_device_module()."):
+            head = rx.expression("{t}.get_device_module()", t=rx.dotted("torch", original))
+            new = cst.Attribute(value=head, attr=cst.Name(target.rsplit(".", 1)[1]))
+        else:
+            new = rx.dotted(target, original)
+        if isinstance(updated, cst.Name):
+            _forget_import(rx, original)
+        return new
+
+
+def _forget_import(rx, name) -> None:
+    """``from torch.cuda import synchronize``: drop the import once its last use is rewritten."""
+    scope = rx.scope(name)
+    if scope is None:
+        return
+    for access in scope.accesses[name.value]:
+        for assignment in access.referents:
+            node = getattr(assignment, "node", None)
+            import libcst as cst
+
+            if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+                module = rx.code(node.module) if node.module is not None else ""
+                for alias in node.names:
+                    bound = alias.asname.name.value if alias.asname else alias.name.value
+                    if bound == name.value:
+                        rx.remove_import_if_unused(module, alias.name.value, alias.asname.name.value if alias.asname else None)
+            return
+
+
+FIXER = CudaApi()

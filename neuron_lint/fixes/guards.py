@@ -1,0 +1,140 @@
+"""Device guards: a ``torch.cuda.is_available()`` test is rewritten only with everything it decides.
+
+Rewriting ``if torch.cuda.is_available():`` into ``torch.accelerator.is_available()`` makes the
+guarded code run on Trainium. That is right only when the guarded code is device-agnostic after
+the same fix run; otherwise the guard must stay (the program keeps its CPU path there).
+
+:func:`decided_region` (planning, on the ast) finds what a guard decides -- the branch it opens,
+the rest of an ``and`` chain, the uses of a variable it is assigned to -- and the CUDA-specific
+sites in it. :func:`settle` (after every finding of the file is planned) keeps a guard's fix only
+when each of those sites has a fix at least as safe; else the guard gets a note naming the site.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+#: Findings that never block a guard: setting a cuDNN/CUDA backend flag is harmless elsewhere.
+HARMLESS = frozenset({"NRN209"})
+#: Keyword arguments a guard's value may feed without deciding device-specific code.
+HARMLESS_KEYWORDS = frozenset({"pin_memory"})
+_TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _span(ctx, node) -> list[int]:
+    return list(ctx.span(node))
+
+
+def _block_of(ctx, stmt):
+    parent = ctx.parent(stmt)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return block
+    return None
+
+
+def _region_nodes(ctx, node, depth: int = 0) -> tuple[list | None, str]:
+    """The nodes whose running ``node`` (a boolean) decides, or (None, why)."""
+    negated = False
+    child, parent = node, ctx.parent(node)
+    region: list = []
+    while parent is not None:
+        if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+            negated = not negated
+        elif isinstance(parent, ast.BoolOp):
+            region += [v for v in parent.values if v is not child]
+        elif isinstance(parent, (ast.If, ast.While)) and parent.test is child:
+            if not negated:
+                return region + list(parent.body), ""
+            rest = list(parent.orelse)
+            if parent.body and isinstance(parent.body[-1], _TERMINATORS):
+                block = _block_of(ctx, parent) or []
+                i = next((j for j, s in enumerate(block) if s is parent), len(block))
+                rest += block[i + 1:]
+            return region + rest, ""
+        elif isinstance(parent, ast.IfExp) and parent.test is child:
+            return region + [parent.orelse if negated else parent.body], ""
+        elif isinstance(parent, ast.Assert):
+            return region, ""
+        elif isinstance(parent, ast.keyword) and parent.arg in HARMLESS_KEYWORDS:
+            return region, ""
+        elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            if depth:
+                return None, "its value decides code neuron-lint cannot follow"
+            return _variable_region(ctx, parent, parent.targets[0].id, region)
+        elif isinstance(parent, ast.Return):
+            return None, "its value is returned, so the callers decide what it guards; rewrite them together"
+        elif not isinstance(parent, (ast.Compare,)) or isinstance(parent, ast.stmt):
+            return None, "neuron-lint cannot see what its value decides"
+        child, parent = parent, ctx.parent(parent)
+    return None, "neuron-lint cannot see what its value decides"
+
+
+def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[list | None, str]:
+    """``use_cuda = ... torch.cuda.is_available()``: what every use of ``use_cuda`` decides."""
+    scope = ctx.enclosing_function(assign) or ctx.tree
+    uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    if ctx.bound.get(name, 0) != 1 and scope is ctx.tree:
+        return None, f"`{name}` is bound more than once; neuron-lint cannot see what it decides"
+    for use in uses:
+        more, why = _region_nodes(ctx, use, depth=1)
+        if more is None:
+            return None, f"`{name}` is used where neuron-lint cannot see what it decides (line {use.lineno})"
+        region += more
+    return region, ""
+
+
+def _cuda_sites(ctx, nodes) -> list:
+    """CUDA-specific sites in the decided code: names under torch.cuda, `.cuda()`, `.is_cuda`, "cuda"/"nccl"."""
+    sites = []
+    for top in nodes:
+        for n in ast.walk(top):
+            if isinstance(n, ast.Attribute):
+                if n.attr in ("cuda", "is_cuda") and ctx.qualname(n) is None:
+                    sites.append(n)
+                    continue
+                q = ctx.qualname(n)
+                if q and (q.startswith("torch.cuda.") or q == "torch.cuda") and not isinstance(ctx.parent(n), ast.Attribute):
+                    sites.append(n)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0] in ("cuda", "nccl"):
+                sites.append(n)
+    return sites
+
+
+def decided_region(ctx, call: ast.Call | None) -> tuple[list | None, str]:
+    """The spans of the CUDA-specific sites a guard decides (``[]``: none), or (None, why not)."""
+    if call is None:
+        return None, "`torch.cuda.is_available` is not called here"
+    nodes, why = _region_nodes(ctx, call)
+    if nodes is None:
+        return None, why
+    return [_span(ctx, s) for s in _cuda_sites(ctx, nodes)], ""
+
+
+def _overlap(a, b) -> bool:
+    return (a[0], a[1]) < (b[2], b[3]) and (b[0], b[1]) < (a[2], a[3])
+
+
+def settle(findings: list) -> list:
+    """Drop the fix of every guard whose decided CUDA sites are not all fixed as safely (see module doc)."""
+    guards = [i for i, f in enumerate(findings) if f.fix is not None and any(k == "region" for k, _ in f.fix.data)]
+    if not guards:
+        return findings
+    out = list(findings)
+    for i in guards:
+        f = findings[i]
+        region = dict(f.fix.data)["region"]
+        for site in region:
+            covering = [g for g in findings if g is not f and _overlap((g.line, g.col, g.end_line, g.end_col), site)]
+            if any(g.code in HARMLESS for g in covering):
+                continue
+            ok = covering and all(g.fix is not None and (g.fix.applicability == "safe" or f.fix.applicability == "unsafe")
+                                  for g in covering)
+            if not ok:
+                out[i] = replace(f, fix=None, fix_note=(
+                    f"not rewritten: the code it guards still has CUDA-only code on line {site[0]} that this fix run "
+                    "does not rewrite; on Trainium the guard would let it run. Make that code device-agnostic first"))
+                break
+    return out

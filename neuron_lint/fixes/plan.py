@@ -1,0 +1,281 @@
+"""The ast side of a fix: what a fixer may look at while ``check`` plans rewrites.
+
+Planning must stay as cheap as detection (it runs on every file with a fixable finding), so it
+reads only the ``ast`` the engine already has. A plan is a :class:`~neuron_lint.model.Fix` with
+no edits: the node to replace (``target``), the fixer's decisions (``data``) and its
+applicability. :mod:`neuron_lint.fixes.rewrite` carries plans out with LibCST.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ..model import Applicability, Fix
+from ..positions import LineIndex
+from ..settings import Settings
+
+#: The module-level device variable a script gets, and the helper a library module gets.
+DEVICE_VAR = "DEVICE"
+DEVICE_HELPER = "_current_device"
+#: Module-level names that, bound once to the current CUDA device, are reused as the device.
+REUSABLE_NAMES = ("device", "DEVICE")
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"2.6"`` -> ``(2, 6)``; raises ValueError on anything else."""
+    parts = tuple(int(p) for p in str(text).strip().split("."))
+    if not 1 <= len(parts) <= 3:
+        raise ValueError(text)
+    return parts
+
+
+def is_str(node, *values) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (not values or node.value in values)
+
+
+def is_main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``"""
+    test = getattr(stmt, "test", None)
+    return (isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and len(test.comparators) == 1 and is_str(test.comparators[0], "__main__"))
+
+
+def _is_import_block(stmt: ast.stmt) -> bool:
+    """An import, or a ``try``/``if`` whose body only imports (a conditional import)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(stmt, ast.Try):
+        return all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body)
+    if isinstance(stmt, ast.If) and not is_main_guard(stmt):
+        return all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in [*stmt.body, *stmt.orelse])
+    return False
+
+
+def leading_block_end(tree: ast.Module) -> int:
+    """The last line of the module's docstring and leading import block (0 when there is none).
+
+    A module-level device definition goes right after it (see :mod:`neuron_lint.fixes.scope`).
+    """
+    end = 0
+    for i, stmt in enumerate(tree.body):
+        if i == 0 and isinstance(stmt, ast.Expr) and is_str(stmt.value):
+            end = stmt.end_lineno or stmt.lineno
+            continue
+        if not _is_import_block(stmt):
+            break
+        end = stmt.end_lineno or stmt.lineno
+    return end
+
+
+def bound_names(tree: ast.AST) -> dict[str, int]:
+    """How many times each name is bound anywhere in the module (assignments, parameters, imports...)."""
+    counts: dict[str, int] = {}
+
+    def add(name: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            add(node.id)
+        elif isinstance(node, ast.arg):
+            add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                add(a.asname or a.name.split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for n in node.names:
+                add(n)
+    return counts
+
+
+@dataclass
+class PlanContext:
+    """One module's facts for planning fixes; built once per file, on demand."""
+
+    text: str
+    tree: ast.Module
+    lines: LineIndex
+    settings: Settings
+    import_bindings: dict[str, str]  # module-level name -> qualified name
+    notes: dict[int, str] = field(default_factory=dict)
+    _parents: dict[int, ast.AST] | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ positions and tree
+    def span(self, node) -> tuple[int, int, int, int]:
+        return self.lines.node_span(node)
+
+    def segment(self, node) -> str:
+        return self.lines.segment(node)
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        if self._parents is None:
+            parents: dict[int, ast.AST] = {}
+            for p in ast.walk(self.tree):
+                for child in ast.iter_child_nodes(p):
+                    parents[id(child)] = p
+            self._parents = parents
+        return self._parents.get(id(node))
+
+    def ancestors(self, node: ast.AST):
+        p = self.parent(node)
+        while p is not None:
+            yield p
+            p = self.parent(p)
+
+    def enclosing_call(self, node: ast.AST) -> ast.Call | None:
+        """The call whose callee is ``node`` (``node(...)``), if any."""
+        parent = self.parent(node)
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return parent
+        return None
+
+    def enclosing_function(self, node: ast.AST) -> ast.AST | None:
+        for p in self.ancestors(node):
+            if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return p
+        return None
+
+    def at_module_level(self, node: ast.AST) -> bool:
+        return not any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+                       for p in self.ancestors(node))
+
+    def statement_of(self, node: ast.AST) -> ast.stmt | None:
+        if isinstance(node, ast.stmt):
+            return node
+        for p in self.ancestors(node):
+            if isinstance(p, ast.stmt):
+                return p
+        return None
+
+    # ------------------------------------------------------------------ names
+    def qualname(self, node) -> str | None:
+        """``torch.cuda.synchronize`` for ``th.cuda.synchronize`` under ``import torch as th``."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.import_bindings:
+            return None
+        return ".".join([self.import_bindings[node.id], *reversed(parts)])
+
+    @cached_property
+    def bound(self) -> dict[str, int]:
+        return bound_names(self.tree)
+
+    # ------------------------------------------------------------------ the module's device
+    @property
+    def neuron(self) -> bool:
+        return self.settings.device == "neuron"
+
+    @cached_property
+    def is_script(self) -> bool:
+        """Is this module run rather than imported?
+
+        Yes when it has a ``__main__`` guard, or does work at module level: a bare call
+        (``main()``, ``torch.manual_seed(0)``), a loop or ``with``, or an assignment that moves
+        something to the device (``model = Net().cuda()``). A library module must not probe the
+        device when it is imported (on CUDA that initialises the driver, perhaps before a fork):
+        it gets a small function instead of a variable.
+        """
+        for stmt in self.tree.body:
+            if is_main_guard(stmt) or isinstance(stmt, (ast.For, ast.While, ast.With)):
+                return True
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                return True
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
+                for n in ast.walk(stmt.value)
+            ):
+                return True
+        return False
+
+    @cached_property
+    def leading_end(self) -> int:
+        return leading_block_end(self.tree)
+
+    @cached_property
+    def device_variable(self) -> ast.Assign | None:
+        """A module-level ``device = torch.device("cuda")`` (or the ``"cuda" if ... else "cpu"`` form,
+        or the idiom itself) bound once, which rewritten sites reuse."""
+        for stmt in self.tree.body:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            name = stmt.targets[0].id
+            if self.bound.get(name, 0) == 1 and name in REUSABLE_NAMES and self._is_device_definition(stmt.value):
+                return stmt
+        return None
+
+    def _is_device_definition(self, value: ast.AST) -> bool:
+        if isinstance(value, ast.IfExp):  # the idiom: current_accelerator() if is_available() else device("cpu")
+            return self.qualname(getattr(value.body, "func", None)) == "torch.accelerator.current_accelerator"
+        if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords):
+            return False
+        if self.qualname(value.func) != "torch.device":
+            return False
+        arg = value.args[0]
+        if is_str(arg, "cuda"):
+            return True
+        if isinstance(arg, ast.IfExp) and is_str(arg.body, "cuda") and is_str(arg.orelse, "cpu"):
+            return self.qualname(getattr(arg.test, "func", None)) == "torch.cuda.is_available"
+        return False
+
+    def in_device_definition(self, node: ast.AST) -> bool:
+        stmt = self.device_variable
+        return stmt is not None and any(p is stmt for p in self.ancestors(node))
+
+    def device_choice(self, node: ast.AST) -> tuple[dict, str]:
+        """How a site at ``node`` names the current device: plan data, or ``({}, why not)``.
+
+        The data says which module-level definition the site relies on; inside a function,
+        :mod:`neuron_lint.fixes.scope` may still pick a device already in scope there.
+        """
+        if self.neuron:
+            return {"device": "neuron"}, ""
+        stmt = self.device_variable
+        module_level = self.at_module_level(node)
+        if stmt is not None:
+            name = stmt.targets[0].id
+            if module_level and node.lineno <= (stmt.end_lineno or stmt.lineno) and not self.in_device_definition(node):
+                return {}, f"the site runs before the module's device variable `{name}` is defined"
+            return {"device": "var", "name": name}, ""
+        if self.is_script:
+            if self.bound.get(DEVICE_VAR, 0):
+                return {}, f"the module already uses the name {DEVICE_VAR} for something else"
+            if module_level and node.lineno <= self.leading_end:
+                return {}, "the site runs among the imports, before a device variable could be defined"
+            return {"device": "script"}, ""
+        if module_level:
+            return {}, ("a library module would probe the device when it is imported; "
+                        "pass the device in, or choose it inside a function")
+        if self.bound.get(DEVICE_HELPER, 0):
+            return {}, f"the module already uses the name {DEVICE_HELPER} for something else"
+        return {"device": "library"}, ""
+
+    # ------------------------------------------------------------------ settings and results
+    def allows(self, since: str) -> bool:
+        """Whether ``--min-torch`` permits emitting an API first released in ``since``."""
+        try:
+            return version_tuple(self.settings.min_torch) >= version_tuple(since)
+        except ValueError:
+            return False
+
+    def note(self, hit, text: str) -> None:
+        self.notes[id(hit)] = text
+
+    def propose(self, hit, node: ast.AST, kind: str, message: str, data: dict | None = None,
+                applicability: str | None = None) -> Fix:
+        """A plan: replace the LibCST node of class ``kind`` at ``node``'s span, with ``data``."""
+        target = (*self.span(node), kind)
+        items = tuple(sorted((k, _frozen(v)) for k, v in (data or {}).items()))
+        safety = Applicability(applicability or hit.rule.fix.safety).value
+        return Fix(safety, (), message, hit.rule.fix.fixer, target, items)
+
+
+def _frozen(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value

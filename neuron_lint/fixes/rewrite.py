@@ -1,0 +1,247 @@
+"""Carry out planned fixes with LibCST: one parse, one transformation per pass.
+
+Only files with an applicable fix get here. The module is parsed once; positions (to find the
+node each plan targets), scopes (what is bound where) and parents are computed once, and one
+:class:`_Apply` transformer hands each targeted node to its fixer's ``rewrite``. The imports the
+rewrites need are then added, and those they left unused removed, by LibCST's own
+``AddImportsVisitor`` and ``RemoveImportsVisitor``; last come the module-level definitions of the
+device (:mod:`neuron_lint.fixes.scope`).
+
+:func:`rewrite` gives the new text of a module with every given plan carried out;
+:func:`with_edits` gives each finding the minimal text edits of its fix alone (JSON, SARIF).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field, replace
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.helpers import parse_template_expression
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
+
+from ..model import Finding
+from ..settings import Settings
+from . import load_fixer
+from .edits import minimal_edits
+from .scope import DeviceDefinitions, torch_alias
+
+
+class Decline(Exception):
+    """Raised by a fixer's ``rewrite`` that finds, on the concrete tree, that it cannot proceed."""
+
+
+@dataclass
+class Rewritten:
+    text: str
+    applied: list[Finding] = field(default_factory=list)
+    declined: dict[int, str] = field(default_factory=dict)  # index into the findings given -> why
+
+
+class Module:
+    """A parsed module and its metadata, shared by every transformation of one pass."""
+
+    def __init__(self, text: str) -> None:
+        self.tree = cst.parse_module(text)
+        wrapper = MetadataWrapper(self.tree, unsafe_skip_copy=True)
+        self.positions = wrapper.resolve(PositionProvider)
+        self.scopes = wrapper.resolve(ScopeProvider)
+        self.parents = wrapper.resolve(ParentNodeProvider)
+        self.torch = torch_alias(self.tree)
+
+
+class RewriteContext:
+    """What a fixer's ``rewrite`` may use: metadata of the original nodes, names, imports, the device.
+
+    One per transformation: it collects the imports and module-level definitions the rewrites
+    ask for, and :meth:`finish` adds them.
+    """
+
+    cst = cst
+
+    def __init__(self, module: Module, settings: Settings) -> None:
+        self.module = module
+        self.settings = settings
+        self.codemod = CodemodContext()
+        self.definitions = DeviceDefinitions(self)
+        self._needs_torch = False
+
+    # ------------------------------------------------------------------ metadata
+    def position(self, node: cst.CSTNode):
+        return self.module.positions.get(node)
+
+    def scope(self, node: cst.CSTNode):
+        return self.module.scopes.get(node)
+
+    def parent(self, node: cst.CSTNode):
+        return self.module.parents.get(node)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.tree.code_for_node(node)
+
+    # ------------------------------------------------------------------ names and imports
+    def torch_name(self, site: cst.CSTNode | None = None) -> str:
+        """How this module spells ``torch``; schedules ``import torch`` where nothing binds it."""
+        if self.module.torch:
+            return self.module.torch
+        scope = self.scope(site) if site is not None else None
+        if scope is not None and "torch" in scope:
+            return "torch"  # imported inside the function
+        if not self._needs_torch:
+            self._needs_torch = True
+            AddImportsVisitor.add_needed_import(self.codemod, "torch")
+        return "torch"
+
+    def dotted(self, qualified: str, site: cst.CSTNode | None = None) -> cst.BaseExpression:
+        """``torch.accelerator.synchronize`` as an expression, written with the module's torch alias."""
+        head, _, rest = qualified.partition(".")
+        if head == "torch":
+            head = self.torch_name(site)
+        node: cst.BaseExpression = cst.Name(head)
+        for part in rest.split(".") if rest else ():
+            node = cst.Attribute(value=node, attr=cst.Name(part))
+        return node
+
+    def expression(self, template: str, **nodes) -> cst.BaseExpression:
+        """An expression from a fixed template whose ``{holes}`` are LibCST nodes."""
+        return parse_template_expression(template, config=self.module.tree.config_for_parsing, **nodes)
+
+    def remove_import_if_unused(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        RemoveImportsVisitor.remove_unused_import(self.codemod, module, obj, asname)
+
+    # ------------------------------------------------------------------ the device
+    def device(self, site: cst.CSTNode, data: dict) -> cst.BaseExpression:
+        """The current device at ``site`` (a ``torch.device``, or ``"neuron"``)."""
+        return self.definitions.device(site, data)
+
+    def device_type(self, site: cst.CSTNode, data: dict) -> cst.BaseExpression:
+        """The current device's type as a string expression: ``DEVICE.type`` or ``"neuron"``."""
+        dev = self.device(site, data)
+        if isinstance(dev, cst.SimpleString):
+            return dev
+        return cst.Attribute(value=dev, attr=cst.Name("type"))
+
+    # ------------------------------------------------------------------ the end
+    def finish(self, tree: cst.Module) -> cst.Module:
+        scratch = self.codemod.scratch
+        if scratch.get(AddImportsVisitor.CONTEXT_KEY):
+            tree = AddImportsVisitor(self.codemod).transform_module(tree)
+        if scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
+            tree = RemoveImportsVisitor(self.codemod).transform_module(tree)
+        return self.definitions.insert(tree)
+
+
+class _Apply(cst.CSTTransformer):
+    """Find the node each plan targets (the smallest node of its class containing its span) and
+    hand it to the fixer, bottom-up, so rewrites of nested nodes compose."""
+
+    def __init__(self, rx: RewriteContext, findings: list[Finding]) -> None:
+        super().__init__()
+        self.rx = rx
+        self.findings = findings
+        # node class name -> sorted [(start, end, index)], positions as (line, 0-based column)
+        self.by_kind: dict[str, list[tuple[tuple[int, int], tuple[int, int], int]]] = {}
+        for i, f in enumerate(findings):
+            line, col, end_line, end_col, kind = f.fix.target
+            self.by_kind.setdefault(kind, []).append(((line, col - 1), (end_line, end_col - 1), i))
+        for entries in self.by_kind.values():
+            entries.sort()
+        self.best: dict[int, cst.CSTNode] = {}
+        self.applied: list[int] = []
+        self.declined: dict[int, str] = {}
+
+    def _containing(self, node: cst.CSTNode):
+        entries = self.by_kind.get(type(node).__name__)
+        if not entries:
+            return ()
+        r = self.rx.position(node)
+        if r is None:
+            return ()
+        start, end = (r.start.line, r.start.column), (r.end.line, r.end.column)
+        lo = bisect.bisect_left(entries, (start,))
+        hi = bisect.bisect_right(entries, (end, (1 << 62, 0), 1 << 62))
+        return [i for s, e, i in entries[lo:hi] if e <= end]
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        for i in self._containing(node):
+            self.best[i] = node  # visited outside-in: a later (inner) node is smaller
+        return True
+
+    def on_leave(self, original_node, updated_node):
+        updated = super().on_leave(original_node, updated_node)
+        done_here = False
+        for i in self._containing(original_node):
+            if self.best.get(i) is not original_node or i in self.applied or i in self.declined:
+                continue
+            if done_here:  # one fix per node per pass; the next pass retries on the new text
+                continue
+            f = self.findings[i]
+            try:
+                new = load_fixer(f.fix.fixer).rewrite(self.rx, original_node, updated, dict(f.fix.data))
+            except Decline as exc:
+                self.declined[i] = str(exc)
+                continue
+            except Exception as exc:  # a bug in one fixer must not cost the file its other fixes
+                self.declined[i] = f"internal error in fixer {f.fix.fixer}: {type(exc).__name__}: {exc}"
+                continue
+            if new is None:
+                continue
+            updated = new
+            done_here = True
+            self.applied.append(i)
+        return updated
+
+
+def _transform(module: Module, findings: list[Finding], settings: Settings) -> tuple[str, _Apply]:
+    rx = RewriteContext(module, settings)
+    apply = _Apply(rx, findings)
+    tree = module.tree.visit(apply)
+    if apply.applied:
+        tree = rx.finish(tree)
+    return tree.code, apply
+
+
+def parse(text: str) -> Module | None:
+    """The LibCST module of ``text``, or None when LibCST cannot read it (the file is left as it is)."""
+    try:
+        return Module(text)
+    except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+
+
+def rewrite(text: str, findings: list[Finding], settings: Settings) -> Rewritten:
+    """``text`` with the planned fixes of ``findings`` carried out (one LibCST pass)."""
+    findings = [f for f in findings if f.fix is not None and f.fix.fixer and f.fix.target]
+    if not findings:
+        return Rewritten(text)
+    module = parse(text)
+    if module is None:
+        return Rewritten(text, declined={i: "LibCST cannot parse this file" for i in range(len(findings))})
+    new, apply = _transform(module, findings, settings)
+    return Rewritten(new, [findings[i] for i in apply.applied], apply.declined)
+
+
+def with_edits(text: str, findings: list[Finding], settings: Settings) -> list[Finding]:
+    """The findings, each planned fix given the minimal edits it makes on its own.
+
+    A plan the concrete tree refuses loses its fix (and gets the reason as its note).
+    """
+    planned = [i for i, f in enumerate(findings) if f.fix is not None and f.fix.fixer and f.fix.target]
+    if not planned:
+        return findings
+    module = parse(text)
+    out = list(findings)
+    for i in planned:
+        f = findings[i]
+        if module is None:
+            out[i] = replace(f, fix=None, fix_note="not rewritten: LibCST cannot parse this file")
+            continue
+        new, apply = _transform(module, [f], settings)
+        if not apply.applied:
+            why = apply.declined.get(0, "the rewrite did not apply to this code")
+            out[i] = replace(f, fix=None, fix_note=f"not rewritten: {why}")
+            continue
+        out[i] = replace(f, fix=replace(f.fix, edits=minimal_edits(text, new)))
+    return out

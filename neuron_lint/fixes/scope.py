@@ -1,0 +1,229 @@
+"""Which device a rewritten site refers to, and the module-level definitions that needs.
+
+With ``--device accelerator`` (the default), in this order:
+
+1. inside a function, a local variable already holding the current device
+   (``device = torch.device("cuda")`` or the idiom below, assigned once, before the site);
+2. the module's own device variable, when it has one at module level (``device = torch.device("cuda")``;
+   its definition is rewritten into the idiom by the NRN202 fix);
+3. in a script (a module with a ``__main__`` guard or work at module level): one variable
+   ``DEVICE``, defined right after the import block::
+
+       DEVICE = (
+           torch.accelerator.current_accelerator()
+           if torch.accelerator.is_available()
+           else torch.device("cpu")
+       )
+
+4. in a library module (anything imported): a small function ``_current_device()``, so that
+   importing the module never probes the device.
+
+On a CUDA machine it is the CUDA device, on Trainium ``neuron``, on a CPU-only host the CPU.
+With ``--device neuron`` every site gets the plain string ``"neuron"``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+from libcst.helpers import parse_template_statement
+from libcst.metadata import FunctionScope
+
+from .plan import DEVICE_HELPER, DEVICE_VAR
+
+_VARIABLE = """{name} = (
+{i}{t}.accelerator.current_accelerator()
+{i}if {t}.accelerator.is_available()
+{i}else {t}.device("cpu")
+)
+"""
+_HELPER = '''def {helper}():
+{i}"""The current accelerator (a CUDA GPU, a Neuron core, ...), or the CPU when there is none."""
+{i}if {t}.accelerator.is_available():
+{i}{i}return {t}.accelerator.current_accelerator()
+{i}return {t}.device("cpu")
+'''
+#: Values that make a local variable the current device.
+_DEVICE_VALUE = re.compile(r"^\w+\.(device\(\s*[\"']cuda[\"']\s*\)|accelerator\.current_accelerator\(\))")
+_LOCAL_NAMES = ("device",)
+
+
+def torch_alias(tree: cst.Module) -> str:
+    """The name the module binds to ``torch`` at module level (also under ``if``/``try``), or ""."""
+    found = ""
+    for stmt in _module_level_statements(tree.body):
+        for small in getattr(stmt, "body", ()):
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    name = _dotted(alias.name)
+                    if alias.asname is not None and name == "torch":
+                        return alias.asname.name.value if isinstance(alias.asname.name, cst.Name) else found
+                    if alias.asname is None and name.split(".")[0] == "torch":
+                        found = "torch"
+    return found
+
+
+def _module_level_statements(body):
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt
+        elif isinstance(stmt, (cst.If, cst.Try)):
+            yield from _module_level_statements(stmt.body.body)
+            for extra in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None)):
+                if isinstance(extra, (cst.Else, cst.Finally)):
+                    yield from _module_level_statements(extra.body.body)
+                elif isinstance(extra, cst.If):
+                    yield from _module_level_statements([extra])
+            for handler in getattr(stmt, "handlers", ()):
+                yield from _module_level_statements(handler.body.body)
+
+
+def _dotted(node) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+class DeviceDefinitions:
+    """The device expressions of one transformation, and the definitions they need."""
+
+    def __init__(self, rx) -> None:
+        self.rx = rx
+        self.variable = False  # DEVICE = ... is needed
+        self.helper = False  # def _current_device(): ... is needed
+
+    def device(self, site: cst.CSTNode, data: dict) -> cst.BaseExpression:
+        how = data.get("device")
+        if how == "neuron":
+            return cst.SimpleString('"neuron"')
+        local = self._local_device(site)
+        if local:
+            return cst.Name(local)
+        if how == "var":
+            return cst.Name(data["name"])
+        self.rx.torch_name(site)  # the definition uses torch
+        if how == "script":
+            self.variable = True
+            return cst.Name(DEVICE_VAR)
+        if how == "library":
+            self.helper = True
+            return cst.Call(func=cst.Name(DEVICE_HELPER))
+        from .rewrite import Decline
+
+        raise Decline("no device was planned for this site")
+
+    def _local_device(self, site: cst.CSTNode) -> str:
+        """A variable of the enclosing function that holds the current device, assigned before the site."""
+        scope = self.rx.scope(site)
+        if not isinstance(scope, FunctionScope):
+            return ""
+        where = self.rx.position(site)
+        for name in _LOCAL_NAMES:
+            assignments = [a for a in scope.assignments[name] if a.scope is scope]
+            if len(assignments) != 1:
+                continue
+            target = assignments[0].node
+            stmt = self.rx.parent(target)
+            if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.targets[0].target is target):
+                continue
+            pos = self.rx.position(stmt)
+            if where is None or pos is None or pos.end.line >= where.start.line:
+                continue
+            if _DEVICE_VALUE.match(self.rx.code(stmt.value).strip()):
+                return name
+        return ""
+
+    # ------------------------------------------------------------------ insertion
+    def insert(self, tree: cst.Module) -> cst.Module:
+        """Add the definitions the rewrites referred to, right after the import block."""
+        if not (self.variable or self.helper):
+            return tree
+        t = self.rx.module.torch or "torch"
+        indent = tree.default_indent
+        config = tree.config_for_parsing
+        new: list[cst.BaseStatement] = []
+        if self.variable and DEVICE_VAR not in _module_names(tree):
+            new.append(cst.parse_statement(_VARIABLE.format(name=DEVICE_VAR, i=indent, t=t), config=config))
+        if self.helper and DEVICE_HELPER not in _module_names(tree):
+            new.append(cst.parse_statement(_HELPER.format(helper=DEVICE_HELPER, i=indent, t=t), config=config))
+        if not new:
+            return tree
+        body = list(tree.body)
+        at = _leading_block_length(body)
+        for stmt in new:
+            gap = 2 if isinstance(stmt, cst.FunctionDef) else 1
+            body.insert(at, stmt.with_changes(leading_lines=[cst.EmptyLine()] * (gap if at else 0)))
+            at += 1
+        if at < len(body):
+            follower = body[at]
+            needed = 2 if (isinstance(follower, (cst.FunctionDef, cst.ClassDef)) or isinstance(new[-1], cst.FunctionDef)) else 1
+            body[at] = _with_blank_lines(follower, needed)
+        return tree.with_changes(body=body)
+
+
+def _module_names(tree: cst.Module) -> set[str]:
+    names = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            names.add(stmt.name.value)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+    return names
+
+
+def _is_docstring(stmt) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _only_imports(block) -> bool:
+    stmts = getattr(getattr(block, "body", None), "body", ())
+    return bool(stmts) and all(
+        isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom, cst.Pass)) for x in s.body)
+        for s in stmts
+    )
+
+
+def _is_main_guard(stmt) -> bool:
+    test = getattr(stmt, "test", None)
+    return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__")
+
+
+def _leading_block_length(body: list) -> int:
+    """How many statements the docstring and leading import block take (mirrors plan.leading_block_end)."""
+    n = 0
+    for i, stmt in enumerate(body):
+        if i == 0 and _is_docstring(stmt):
+            n += 1
+            continue
+        if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body):
+            n += 1
+            continue
+        if isinstance(stmt, cst.Try) and _only_imports(stmt):
+            n += 1
+            continue
+        if isinstance(stmt, cst.If) and not _is_main_guard(stmt) and _only_imports(stmt) and (
+            stmt.orelse is None or (isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse))
+        ):
+            n += 1
+            continue
+        break
+    return n
+
+
+def _with_blank_lines(stmt, needed: int):
+    """``stmt`` with at least ``needed`` blank lines before its first comment or itself."""
+    lines = list(stmt.leading_lines)
+    blank = 0
+    for line in lines:
+        if line.comment is not None:
+            break
+        blank += 1
+    if blank >= needed:
+        return stmt
+    return stmt.with_changes(leading_lines=[cst.EmptyLine()] * (needed - blank) + lines)

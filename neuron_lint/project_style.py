@@ -1,0 +1,58 @@
+"""The project's line length, as its formatter sees it, so that fixes keep within it.
+
+The nearest ``ruff.toml``/``.ruff.toml`` (``line-length``) or ``pyproject.toml`` with
+``[tool.ruff]`` or ``[tool.black]`` ``line-length`` above a file decides; 88 (ruff's and black's
+default) when none says.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+DEFAULT_LINE_LENGTH = 88
+_LIMIT = 1024 * 1024  # a configuration file bigger than this is not read
+
+
+def _toml(path: str) -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        if os.path.getsize(path) > _LIMIT:
+            return {}
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+def _valid(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 20 <= value <= 1000 else None
+
+
+@lru_cache(maxsize=256)
+def line_length_of(directory: str) -> int:
+    """The line length configured for files in ``directory`` (searched upwards)."""
+    here = os.path.abspath(directory)
+    while True:
+        for name in ("ruff.toml", ".ruff.toml"):
+            candidate = os.path.join(here, name)
+            if os.path.isfile(candidate):
+                found = _valid(_toml(candidate).get("line-length"))
+                return found or DEFAULT_LINE_LENGTH
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            tool = _toml(candidate).get("tool", {})
+            if isinstance(tool, dict):
+                for section in ("ruff", "black"):
+                    table = tool.get(section)
+                    if isinstance(table, dict) and _valid(table.get("line-length")):
+                        return table["line-length"]
+            if isinstance(tool, dict) and ("ruff" in tool or "black" in tool):
+                return DEFAULT_LINE_LENGTH
+        parent = os.path.dirname(here)
+        if parent == here:
+            return DEFAULT_LINE_LENGTH
+        here = parent
