@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from neuron_lint.api import analyze_source, check_file, check_paths, check_source
 from neuron_lint.catalog import load_catalog
 from neuron_lint.errors import ParseError
-from neuron_lint.fixing import applicable, apply_edits, fix_text
+from neuron_lint.fixes.edits import apply_edits
+from neuron_lint.fixing import applicable, fix_text
 from neuron_lint.positions import LineIndex
 from neuron_lint.settings import Settings
 
@@ -36,6 +37,8 @@ CATALOG = load_catalog()
 #: Every rule, opt-in ones too, and no prefilter: the walker sees every generated tree.
 EVERYTHING = Settings(extend_select=("NRN",), prefilter=False)
 UNSAFE = Settings(extend_select=("NRN",), unsafe_fixes=True)
+# The same, with each fix's text edits spelled out (as JSON and SARIF output get them).
+UNSAFE_EDITS = Settings(extend_select=("NRN",), unsafe_fixes=True, fix_edits=True)
 
 FUZZ_EXAMPLES = int(os.environ.get("NEURON_LINT_FUZZ_EXAMPLES", "3000"))
 QUICK = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -241,7 +244,7 @@ def _only_edited_spans_changed(before: str, after: str, edits: list[tuple[int, i
 def _check_fix_properties(text: str, newline: str) -> None:
     _count("stitched programs")
     try:
-        findings = analyze_source(text, "f.py", UNSAFE, CATALOG)[0]
+        findings = analyze_source(text, "f.py", UNSAFE_EDITS, CATALOG)[0]
     except ParseError:
         return  # the stitched snippets may not form a valid module (e.g. an indented block)
     _count("stitched programs that parsed, fixed")
