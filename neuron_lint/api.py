@@ -22,6 +22,7 @@ from .fixes.guards import settle as settle_guards
 from .fixes.plan import PlanContext
 from .index import build_index
 from .matchers import MATCHERS
+from . import checks  # noqa: F401  (registers the rules' own matchers)
 from . import noqa
 from .manifests import check_manifest, manifest_kind
 from .model import CheckResult, FileError, Finding
@@ -99,7 +100,7 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, tree
         fix = None
         if hit.rule.fix is not None:
             if ctx is None:
-                ctx = PlanContext(text, tree, lines, settings, analyzer.import_bindings)
+                ctx = PlanContext(text, tree, lines, settings, analyzer.import_bindings, path=path)
             fix = plan_fix(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
     if ctx is not None:  # a device guard keeps its fix only with everything it decides

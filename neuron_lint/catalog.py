@@ -333,7 +333,7 @@ def _fixer_known(name: str) -> bool:
 
 def _matcher_known(name: str) -> bool:
     from .matchers import MATCHERS
-    from . import noqa  # noqa: F401  (registers its matcher)
+    from . import checks, noqa  # noqa: F401  (they register their matchers)
 
     return name in MATCHERS
 

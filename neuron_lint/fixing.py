@@ -21,7 +21,7 @@ import signal
 import stat
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .api import analyze_source, display_path, parse
@@ -138,7 +138,10 @@ def fix_text(
         current = new
         findings = analyze_source(current, path, settings, catalog)[0]
     result.text = current
-    result.remaining = findings
+    long = {(f.code, f.message) for f in result.too_long}
+    result.remaining = [replace(f, fix_note=f"not rewritten: the line would grow past {line_length} characters "
+                                            "(the project's line length); rewrite it by hand")
+                        if (f.code, f.message) in long and f.fix is not None else f for f in findings]
     return result
 
 

@@ -35,9 +35,8 @@ def _block_of(ctx, stmt):
     return None
 
 
-def _region_nodes(ctx, node, depth: int = 0) -> tuple[list | None, str]:
-    """The nodes whose running ``node`` (a boolean) decides, or (None, why)."""
-    negated = False
+def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list | None, str]:
+    """The nodes whose running ``node`` (a boolean; false means "CUDA" when ``negated``) decides, or (None, why)."""
     child, parent = node, ctx.parent(node)
     region: list = []
     while parent is not None:
@@ -60,6 +59,13 @@ def _region_nodes(ctx, node, depth: int = 0) -> tuple[list | None, str]:
             return region, ""
         elif isinstance(parent, ast.keyword) and parent.arg in HARMLESS_KEYWORDS:
             return region, ""
+        elif isinstance(parent, ast.keyword) and isinstance(ctx.parent(parent), ast.Call):
+            return region + [ctx.parent(parent)], ""  # `autocast(..., enabled=<test>)`: the call is decided
+        elif isinstance(parent, ast.Call) and child in parent.args and _skip_name(parent) and depth == 0:
+            decorated = ctx.parent(parent)  # `@skipIf(<test>, ...)` decides whether the test runs
+            if isinstance(decorated, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return region + [decorated], ""
+            return None, "neuron-lint cannot see what this skip decides"
         elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
             if depth:
                 return None, "its value decides code neuron-lint cannot follow"
@@ -70,6 +76,11 @@ def _region_nodes(ctx, node, depth: int = 0) -> tuple[list | None, str]:
             return None, "neuron-lint cannot see what its value decides"
         child, parent = parent, ctx.parent(parent)
     return None, "neuron-lint cannot see what its value decides"
+
+
+def _skip_name(call: ast.Call) -> bool:
+    func = call.func
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in ("skipIf", "skipUnless", "skipif")
 
 
 def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[list | None, str]:
@@ -103,11 +114,11 @@ def _cuda_sites(ctx, nodes) -> list:
     return sites
 
 
-def decided_region(ctx, call: ast.Call | None) -> tuple[list | None, str]:
+def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[list | None, str]:
     """The spans of the CUDA-specific sites a guard decides (``[]``: none), or (None, why not)."""
     if call is None:
         return None, "`torch.cuda.is_available` is not called here"
-    nodes, why = _region_nodes(ctx, call)
+    nodes, why = _region_nodes(ctx, call, negated=negated)
     if nodes is None:
         return None, why
     return [_span(ctx, s) for s in _cuda_sites(ctx, nodes)], ""

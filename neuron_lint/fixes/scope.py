@@ -39,7 +39,7 @@ _VARIABLE = """{name} = (
 )
 """
 _HELPER = '''def {helper}():
-{i}"""The current accelerator (a CUDA GPU, a Neuron core, ...), or the CPU when there is none."""
+{i}"""The current accelerator (CUDA, Neuron, ...), or the CPU if there is none."""
 {i}if {t}.accelerator.is_available():
 {i}{i}return {t}.accelerator.current_accelerator()
 {i}return {t}.device("cpu")

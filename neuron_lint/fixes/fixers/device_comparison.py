@@ -1,0 +1,57 @@
+"""NRN211: ``x == "cuda"`` deciding device-specific code -> ``x == DEVICE.type != "cpu"``.
+
+The new comparison is true exactly when ``x`` names the current accelerator and that is not the
+CPU: on a CUDA machine the current accelerator is CUDA, so the answer is the same as before for
+every ``x``; on Trainium it is true for ``"neuron"``; on a CPU-only host it is false, as before.
+``x != "cuda"`` becomes ``not (x == DEVICE.type != "cpu")``. The comparison is a device guard, so
+it is rewritten only with everything it decides (:mod:`neuron_lint.fixes.guards`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..guards import decided_region
+
+
+class DeviceComparison:
+    name = "device_comparison"
+
+    def plan(self, ctx, hit):
+        cmp = hit.node
+        if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], (ast.Eq, ast.NotEq))):
+            ctx.note(hit, "not rewritten: only `== \"cuda\"` and `!= \"cuda\"` have a rewrite; compare "
+                          "`torch.device(x).type` with the current accelerator's type by hand")
+            return None
+        negated = isinstance(cmp.ops[0], ast.NotEq)
+        region, why = decided_region(ctx, cmp, negated=negated)
+        if region is None:
+            ctx.note(hit, f"not rewritten: {why}")
+            return None
+        data, why = ctx.device_choice(cmp)
+        if not data:
+            ctx.note(hit, f"not rewritten: {why}")
+            return None
+        data.update(region=region, negated=negated, cuda_left=isinstance(cmp.left, ast.Constant))
+        return ctx.propose(hit, cmp, "Comparison", "Compare with the current accelerator's device type", data)
+
+    def rewrite(self, rx, original, updated, data):
+        import libcst as cst
+
+        from ..nodes import string
+
+        other = updated.comparisons[0].comparator if data["cuda_left"] else updated.left
+        other = other.with_changes(lpar=[], rpar=[]) if isinstance(other, cst.SimpleString) else other
+        if data.get("device") == "neuron":
+            right = [cst.ComparisonTarget(cst.Equal(), string("neuron"))]
+        else:
+            right = [cst.ComparisonTarget(cst.Equal(), rx.device_type(original, data)),
+                     cst.ComparisonTarget(cst.NotEqual(), string("cpu"))]
+        new = cst.Comparison(left=other, comparisons=right)
+        if not data["negated"]:
+            return new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        inner = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.UnaryOperation(operator=cst.Not(), expression=inner, lpar=updated.lpar, rpar=updated.rpar)
+
+
+FIXER = DeviceComparison()
