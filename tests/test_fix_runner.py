@@ -1,0 +1,56 @@
+"""`fix` runs through the same runner as `check`: worker processes, the selection and excludes."""
+
+from __future__ import annotations
+
+import textwrap
+
+from neuron_lint.fix_command import fix_paths
+from neuron_lint.settings import Settings
+
+SCRIPT = textwrap.dedent('''\
+    import torch
+
+
+    def step(model, x):
+        torch.cuda.synchronize()
+        return model.cuda()(x.cuda())
+
+
+    if __name__ == "__main__":
+        step(None, None)
+    ''')
+# Enough source that the runner starts worker processes (it keeps small runs in one process).
+PADDING = "".join(f"V{i} = {i}\n" for i in range(9000))
+
+
+def _tree(root, n=10):
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (root / f"m{i}.py").write_text(SCRIPT + PADDING)
+    (root / "skipped").mkdir()
+    (root / "skipped" / "x.py").write_text(SCRIPT)
+    (root / "broken.py").write_text("def (:\n")
+    return root
+
+
+def _summary(done):
+    return [(d.path.rsplit("/", 1)[-1], d.changed, len(d.applied), len(d.remaining), d.diff.count("\n")) for d in done]
+
+
+def test_parallel_fix_gives_the_serial_result(tmp_path):
+    a, b = _tree(tmp_path / "a"), _tree(tmp_path / "b")
+    serial, serial_errors = fix_paths([str(a)], Settings(), write=False, jobs=1)
+    parallel, parallel_errors = fix_paths([str(b)], Settings(), write=False, jobs=2)
+    assert _summary(serial) == _summary(parallel)
+    assert [e.reason for e in serial_errors] == [e.reason for e in parallel_errors]
+    assert any("syntax error" in e.reason for e in parallel_errors)  # the broken file is named, the rest fixed
+    assert sum(d.changed for d in parallel) == 11
+
+
+def test_fix_honours_exclude_and_selection(tmp_path):
+    root = _tree(tmp_path, n=2)
+    done, _ = fix_paths([str(root)], Settings(exclude=("skipped",), select=("NRN203",)), write=True, jobs=2)
+    assert not any("skipped" in d.path for d in done)
+    text = (root / "m0.py").read_text()
+    assert "torch.accelerator.synchronize()" in text and ".cuda()" in text  # NRN201 was not selected
+    assert "torch.cuda" in (root / "skipped" / "x.py").read_text()
