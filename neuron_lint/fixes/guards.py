@@ -22,8 +22,10 @@ HARMLESS_KEYWORDS = frozenset({"pin_memory"})
 _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
-def _span(ctx, node) -> list[int]:
-    return list(ctx.span(node))
+def _site(ctx, node) -> list:
+    """A CUDA site as plan data: its span, and its text for the note."""
+    text = ctx.segment(node).splitlines()[0] if ctx.segment(node) else ""
+    return [*ctx.span(node), text[:60]]
 
 
 def _block_of(ctx, stmt):
@@ -121,7 +123,7 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     nodes, why = _region_nodes(ctx, call, negated=negated)
     if nodes is None:
         return None, why
-    return [_span(ctx, s) for s in _cuda_sites(ctx, nodes)], ""
+    return [_site(ctx, s) for s in _cuda_sites(ctx, nodes)], ""
 
 
 def _overlap(a, b) -> bool:
@@ -138,14 +140,15 @@ def settle(findings: list) -> list:
         f = findings[i]
         region = dict(f.fix.data)["region"]
         for site in region:
-            covering = [g for g in findings if g is not f and _overlap((g.line, g.col, g.end_line, g.end_col), site)]
+            covering = [g for g in findings if g is not f and _overlap((g.line, g.col, g.end_line, g.end_col), site[:4])]
             if any(g.code in HARMLESS for g in covering):
                 continue
             ok = covering and all(g.fix is not None and (g.fix.applicability == "safe" or f.fix.applicability == "unsafe")
                                   for g in covering)
             if not ok:
+                what = f"`{site[4]}`" if len(site) > 4 and site[4] else "CUDA-only code"
                 out[i] = replace(f, fix=None, fix_note=(
-                    f"not rewritten: the code it guards still has CUDA-only code on line {site[0]} that this fix run "
-                    "does not rewrite; on Trainium the guard would let it run. Make that code device-agnostic first"))
+                    f"not rewritten: the code it guards still has {what} (line {site[0]}), which this fix run does "
+                    "not rewrite; on Trainium the guard would let it run. Make that code device-agnostic first"))
                 break
     return out

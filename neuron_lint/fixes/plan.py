@@ -103,6 +103,7 @@ class PlanContext:
     import_bindings: dict[str, str]  # module-level name -> qualified name
     notes: dict[int, str] = field(default_factory=dict)
     _parents: dict[int, ast.AST] | None = field(default=None, repr=False)
+    path: str = ""  # the module's path as given to check (fixers may treat test files differently)
 
     # ------------------------------------------------------------------ positions and tree
     def span(self, node) -> tuple[int, int, int, int]:
@@ -186,6 +187,8 @@ class PlanContext:
                 return True
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 return True
+            if isinstance(stmt, ast.If) and any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) for s in stmt.body):
+                return True  # `if torch.cuda.is_available(): torch.cuda.synchronize()` runs at import too
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and any(
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
                 for n in ast.walk(stmt.value)

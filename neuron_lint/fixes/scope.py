@@ -126,7 +126,7 @@ class DeviceDefinitions:
             if len(assignments) != 1:
                 continue
             target = assignments[0].node
-            stmt = self.rx.parent(target)
+            stmt = self.rx.parent(self.rx.parent(target))  # Name -> AssignTarget -> Assign
             if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.targets[0].target is target):
                 continue
             pos = self.rx.position(stmt)

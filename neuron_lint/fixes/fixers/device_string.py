@@ -1,0 +1,611 @@
+"""Device strings: ``"cuda"``, ``"cuda:1"``, ``f"cuda:{rank}"`` -> the module's current device.
+
+A string stays a string, so code that stores or formats it keeps working: ``"cuda"`` becomes
+``DEVICE.type`` (``.to("cuda")`` becomes ``.to(DEVICE)``), ``"cuda:1"`` becomes
+``f"{DEVICE.type}:1"``, and ``f"cuda:{rank}"``, ``"cuda:{}".format(rank)`` and ``"cuda:%d" % rank``
+become ``f"{DEVICE.type}:{rank}"``. With ``--device neuron`` only the word changes.
+
+What decides a literal is rewritten with it:
+
+- the availability idiom ``"cuda" if torch.cuda.is_available() else "cpu"`` is replaced as a whole
+  by the device (or its type): the guard and what it decides go together. When the other arm is
+  not a plain CPU fallback, the guard becomes ``torch.accelerator.is_available()``;
+- ``"cuda" if <device comparison> else "cpu"`` (``'cuda' in device``, ``device.type == "cuda"``):
+  the ``"cuda"`` of the comparison is rewritten too (``DEVICE.type if DEVICE.type in device else
+  'cpu'``). On a CUDA machine ``DEVICE.type`` is ``"cuda"``, so both read exactly as before; on
+  Trainium the comparison and the literal both say ``neuron``;
+- a literal inside ``if device == "cuda":`` (or in a loop over device choices whose body compares
+  the device with ``"cuda"``) is left alone, with a note: the branch may hold CUDA-only code that
+  must not start running elsewhere.
+
+A module-level ``device = torch.device("cuda")`` becomes the idiom itself and the other sites
+reuse it. Planning (``plan``) reads the ``ast`` only; the LibCST side (``rewrite``) is also used by
+the ``amp`` and ``distributed`` fixers for their device-type literals.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import sys
+import tokenize
+
+#: ``"cuda"``, ``"cuda:3"``
+_INDEXED = re.compile(r"^cuda:(\d+)$")
+#: the line length ``ruff format`` wraps at
+LINE_LENGTH = 88
+_COMPARE_OPS = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+#: strings a device comparison may hold: "cuda" or "cuda:N"
+_FORMATS = ("cuda:{}", "cuda:{0}")
+_PERCENTS = ("cuda:%d", "cuda:%s", "cuda:%i")
+
+
+# ====================================================================== plan (ast only)
+def is_cuda_value(value) -> bool:
+    return isinstance(value, str) and (value == "cuda" or bool(_INDEXED.match(value)))
+
+
+def literal_kind(node) -> str | None:
+    """``"plain"`` (``"cuda"``), ``"indexed"`` (``"cuda:1"``), ``"fstring"`` (``f"cuda:{i}"``),
+    ``"format"`` (``"cuda:{}".format(i)`` / ``"cuda:%d" % i``), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if node.value == "cuda":
+            return "plain"
+        return "indexed" if _INDEXED.match(node.value) else None
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("cuda:"):
+            return "fstring"
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        base = node.func.value
+        if isinstance(base, ast.Constant) and base.value in _FORMATS:
+            return "format"
+    if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant) and node.left.value in _PERCENTS):
+        return "format"
+    return None
+
+
+_CST_KIND = {"plain": "SimpleString", "indexed": "SimpleString", "fstring": "FormattedString"}
+
+
+def cst_kind(node) -> str:
+    kind = literal_kind(node)
+    if kind in _CST_KIND:
+        return _CST_KIND[kind]
+    return "Call" if isinstance(node, ast.Call) else "BinaryOperation"
+
+
+def _one_literal(ctx, node) -> bool:
+    """Is the node's source one string literal (not ``"cu" "da"``, implicitly concatenated)?"""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(ctx.segment(node)).readline)
+                  if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    if sys.version_info >= (3, 12) and tokens and tokens[0].type == tokenize.FSTRING_START:
+        depth = 0
+        for i, t in enumerate(tokens):
+            depth += t.type == tokenize.FSTRING_START
+            depth -= t.type == tokenize.FSTRING_END
+            if depth == 0:
+                return i == len(tokens) - 1
+        return False
+    return len(tokens) == 1 and tokens[0].type == tokenize.STRING
+
+
+def _runs_at_import(ctx, node) -> bool:
+    """Does the code at ``node`` run when the module is imported? (Module level, a class body, a
+    default value, a decorator: everything not inside a function body.)"""
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(child is s for s in p.body):
+            return False
+        if isinstance(p, ast.Lambda) and child is p.body:
+            return False
+        child = p
+    return True
+
+
+_LIBRARY_WHY = ("this runs when the module is imported (a default value, a decorator or a class body), and a "
+                "library module must not probe the device then; pass the device in, or choose it inside a function")
+
+
+def is_test_file(ctx) -> bool:
+    name = os.path.basename(getattr(ctx, "path", "") or "")
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def device_data(ctx, hit, node, import_ok: bool = False) -> dict | None:
+    """Where a site at ``node`` gets the current device from (plan data), or None after a note.
+
+    ``import_ok``: the site may ask for the device when the module is imported (a test module's
+    ``parametrize`` list: pytest imports it to collect the tests, nobody imports it as a library).
+    """
+    if not ctx.neuron and not ctx.allows("2.6"):
+        ctx.note(hit, "not rewritten: `torch.accelerator` needs PyTorch 2.6 (raise --min-torch to use it)")
+        return None
+    data, why = ctx.device_choice(node)
+    if not data:
+        ctx.note(hit, f"not rewritten: {why}")
+        return None
+    how = data.get("device")
+    if how != "neuron" and not ctx.at_module_level(node) and _runs_at_import(ctx, node):
+        line = node.lineno
+        if how == "library" and not import_ok:
+            ctx.note(hit, f"not rewritten: {_LIBRARY_WHY}")
+            return None
+        stmt = ctx.device_variable
+        if how == "var" and stmt is not None and line <= (stmt.end_lineno or stmt.lineno):
+            ctx.note(hit, f"not rewritten: this runs before the module's device variable `{data['name']}` is defined")
+            return None
+        if how == "script" and line <= ctx.leading_end:
+            ctx.note(hit, "not rewritten: this runs among the imports, before a device variable could be defined")
+            return None
+    return data
+
+
+def _qual(ctx, node) -> str:
+    return ctx.qualname(node) or "" if isinstance(node, (ast.Name, ast.Attribute)) else ""
+
+
+def _is_availability(ctx, test) -> bool:
+    """``torch.cuda.is_available()``"""
+    return (isinstance(test, ast.Call) and not test.args and not test.keywords
+            and _qual(ctx, test.func) == "torch.cuda.is_available")
+
+
+def _cpu_fallback_chain(ctx, node) -> bool:
+    """``"cpu"``, or ``"mps" if torch.backends.mps.is_available() else <chain>``: a fallback that
+    ``torch.accelerator.current_accelerator()`` (or the CPU) already covers."""
+    if isinstance(node, ast.Constant) and node.value == "cpu":
+        return True
+    if isinstance(node, ast.IfExp) and isinstance(node.body, ast.Constant) and isinstance(node.body.value, str):
+        test = node.test
+        is_check = (isinstance(test, ast.Call) and not test.args and isinstance(test.func, ast.Attribute)
+                    and test.func.attr == "is_available" and _qual(ctx, test.func).startswith("torch."))
+        return is_check and _cpu_fallback_chain(ctx, node.orelse)
+    return False
+
+
+def _supported_cuda_constants(test) -> set[int]:
+    """ids of the ``"cuda"`` strings of ``test`` that a rewrite can follow: operands of ``==``,
+    ``!=``, ``in``, ``not in`` (or elements of a literal list there), the argument of ``.startswith``."""
+    ids: set[int] = set()
+
+    def take(operand):
+        if isinstance(operand, ast.Constant) and is_cuda_value(operand.value):
+            ids.add(id(operand))
+        elif isinstance(operand, (ast.List, ast.Tuple, ast.Set)):
+            for e in operand.elts:
+                if isinstance(e, ast.Constant) and is_cuda_value(e.value):
+                    ids.add(id(e))
+
+    for n in ast.walk(test):
+        if isinstance(n, ast.Compare) and all(isinstance(op, _COMPARE_OPS) for op in n.ops):
+            for operand in (n.left, *n.comparators):
+                take(operand)
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith"
+              and len(n.args) == 1 and not n.keywords):
+            take(n.args[0])
+    return ids
+
+
+def cuda_test(ctx, test) -> tuple[bool, bool, str]:
+    """What a test asks about CUDA: (compares a device with ``"cuda"``, calls
+    ``torch.cuda.is_available()``, what in it a rewrite cannot follow: "" when nothing)."""
+    supported = _supported_cuda_constants(test)
+    compares = available = False
+    for n in ast.walk(test):
+        if isinstance(n, ast.Constant) and is_cuda_value(n.value):
+            if id(n) not in supported:
+                return True, available, f"`{n.value}` is used there in a way the fix cannot follow"
+            compares = True
+        elif isinstance(n, ast.Attribute) and n.attr == "is_cuda":
+            return True, available, "it asks `.is_cuda`"
+        elif isinstance(n, ast.Call) and _is_availability(ctx, n):
+            if not ctx.segment(n.func).endswith(".cuda.is_available"):
+                return compares, True, "it calls `is_available` under another name"
+            available = True
+        elif (isinstance(n, (ast.Name, ast.Attribute)) and _qual(ctx, n).startswith("torch.cuda.")
+              and _qual(ctx, n) != "torch.cuda.is_available"):
+            return True, available, f"it uses `{_qual(ctx, n)}`"
+    return compares, available, ""
+
+
+def _short(ctx, node, limit: int = 60) -> str:
+    text = " ".join(ctx.segment(node).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _decided_by_branch(ctx, node) -> ast.AST | None:
+    """The test of an enclosing ``if`` statement (or of a conditional expression, when ``node`` is
+    not one of its arms) that compares a device with CUDA, up to the enclosing function."""
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)):
+            return None
+        if isinstance(p, (ast.If, ast.While, ast.IfExp)) and child is not p.test and p is not ctx.parent(node):
+            # `if torch.cuda.is_available():` guards CUDA without choosing it: the string follows
+            # the current device inside, as NRN203 makes the guard follow it
+            compares, _, why = cuda_test(ctx, p.test)
+            if compares or why:
+                return p.test
+        child = p
+    return None
+
+
+def _first_arg_of_to(ctx, node) -> bool:
+    call = ctx.parent(node)
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "to"
+            and bool(call.args) and call.args[0] is node)
+
+
+def _parametrize_value(ctx, node) -> bool:
+    """Is ``node`` an element of the values of ``@pytest.mark.parametrize("device", [...])``?"""
+    container = ctx.parent(node)
+    call = ctx.parent(container)
+    return (isinstance(container, (ast.List, ast.Tuple)) and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute) and call.func.attr == "parametrize"
+            and len(call.args) >= 2 and call.args[1] is container)
+
+
+def plan_literal(ctx, hit, node, message: str = "Use the current accelerator instead of CUDA"):
+    """Plan the rewrite of one CUDA device literal (shared by NRN202, NRN205 and NRN206)."""
+    kind = literal_kind(node)
+    if kind is None:
+        return None
+    if kind != "format" and not _one_literal(ctx, node):
+        ctx.note(hit, "not rewritten: the string is built from several literals")
+        return None
+    if kind == "format":
+        base = node.func.value if isinstance(node, ast.Call) else node.left
+        if not _one_literal(ctx, base):
+            ctx.note(hit, "not rewritten: the string is built from several literals")
+            return None
+    # the module's own device variable: its definition becomes the idiom
+    if not ctx.neuron and ctx.in_device_definition(node):
+        if not ctx.allows("2.6"):
+            ctx.note(hit, "not rewritten: `torch.accelerator` needs PyTorch 2.6 (raise --min-torch to use it)")
+            return None
+        value = ctx.device_variable.value
+        # `torch.device("cuda")` probes nothing; the idiom asks the driver when the module is imported,
+        # which a library module must not do (on CUDA it initialises the driver, perhaps before a fork).
+        unsafe = None if ctx.is_script else "unsafe"
+        message = "Define the device with `torch.accelerator`" + (
+            "" if ctx.is_script else " (this library module then probes the device when it is imported)")
+        return ctx.propose(hit, value, type(value).__name__, message,
+                           {"mode": "define", "name": ctx.device_variable.targets[0].id}, applicability=unsafe)
+    test = _decided_by_branch(ctx, node)
+    if test is not None:
+        ctx.note(hit, f"not rewritten: this string is used only when `{_short(ctx, test)}` holds; rewriting it "
+                      "alone would leave that test choosing CUDA, and rewriting the test would run the whole "
+                      "branch on other devices too: port the test and its branch together by hand")
+        return None
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.IfExp) and node is not parent.test:
+        compares, available, why = cuda_test(ctx, parent.test)
+        if _is_availability(ctx, parent.test) or (
+            isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
+            and _is_availability(ctx, parent.test.operand)
+        ):
+            return _plan_guard(ctx, hit, node, parent, kind, message)
+        if why:
+            ctx.note(hit, f"not rewritten: the choice between CUDA and another device is made by "
+                          f"`{_short(ctx, parent.test)}` and {why}; port the test and the string together by hand")
+            return None
+        if compares or available:
+            data = device_data(ctx, hit, parent)
+            if data is None:
+                return None
+            if ctx.neuron:
+                data = {"mode": "word"}
+            else:
+                data = {**data, "mode": "decided"}
+            return ctx.propose(hit, parent, "IfExp", message + " (with the device test that chooses it)",
+                               {**data, "decided": True})
+    data = device_data(ctx, hit, node, import_ok=is_test_file(ctx) and _parametrize_value(ctx, node))
+    if data is None:
+        return None
+    if ctx.neuron:
+        return ctx.propose(hit, node, cst_kind(node), message, {"mode": "word"})
+    return ctx.propose(hit, node, cst_kind(node), message,
+                       {**data, "mode": "literal", "as_device": _first_arg_of_to(ctx, node)})
+
+
+def _plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str):
+    """``"cuda" if torch.cuda.is_available() else "cpu"``: the guard and what it decides go together."""
+    negated = isinstance(guard.test, ast.UnaryOp)
+    cuda_arm, other = (guard.orelse, guard.body) if negated else (guard.body, guard.orelse)
+    if node is not cuda_arm:
+        ctx.note(hit, f"not rewritten: `{_short(ctx, guard)}` picks CUDA when CUDA is missing; fix it by hand")
+        return None
+    data = device_data(ctx, hit, guard)
+    if data is None:
+        return None
+    whole = ctx.neuron or (kind == "plain" and _cpu_fallback_chain(ctx, other))
+    return ctx.propose(hit, guard, "IfExp", message + " (the availability check goes with it)",
+                       {**data, "mode": "guard", "whole": whole, "negated": negated,
+                        "as_device": _first_arg_of_to(ctx, guard)})
+
+
+def loop_compares(ctx, hit, node) -> bool:
+    """For an element of a device list: is the chosen device compared with CUDA where it is used?
+    (Then it is left alone, with a note.)"""
+    container = ctx.parent(node)
+    owner = ctx.parent(container)
+    body: list = []
+    if isinstance(owner, (ast.For, ast.AsyncFor)) and owner.iter is container:
+        body = owner.body
+        var = owner.target.id if isinstance(owner.target, ast.Name) else None
+    elif isinstance(owner, ast.Call):  # @pytest.mark.parametrize("device", [...])
+        var = owner.args[0].value.strip() if owner.args and isinstance(owner.args[0], ast.Constant) else None
+        fn = ctx.parent(owner)
+        body = fn.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    else:
+        return False
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+                compares, _, why = cuda_test(ctx, n.test)
+                if (compares or why) and any(isinstance(x, ast.Name) and x.id == var for x in ast.walk(n.test)):
+                    ctx.note(hit, f"not rewritten: the code run for each device compares `{var}` with CUDA "
+                                  f"(`{_short(ctx, n.test)}`); on Trainium it would take the non-CUDA path. "
+                                  "Port the list and the test together by hand")
+                    return True
+    return False
+
+
+class DeviceString:
+    name = "device_string"
+
+    def plan(self, ctx, hit):
+        node = hit.node
+        if literal_kind(node) is None:
+            return None
+        parent = ctx.parent(node)
+        if isinstance(parent, (ast.List, ast.Tuple)) and loop_compares(ctx, hit, node):
+            return None
+        return plan_literal(ctx, hit, node)
+
+    def rewrite(self, rx, original, updated, data):
+        return rewrite_literal(rx, original, updated, data)
+
+
+FIXER = DeviceString()
+
+
+# ====================================================================== rewrite (LibCST)
+def _decline(why: str):
+    from ..rewrite import Decline
+
+    return Decline(why)
+
+
+def _cst_kind(node) -> str | None:
+    """The CST counterpart of :func:`literal_kind`."""
+    import libcst as cst
+
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if value == "cuda":
+            return "plain"
+        return "indexed" if isinstance(value, str) and _INDEXED.match(value) else None
+    if isinstance(node, cst.FormattedString) and node.parts:
+        first = node.parts[0]
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+            return "fstring"
+        return None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        base = node.func.value
+        if isinstance(base, cst.SimpleString) and base.evaluated_value in _FORMATS:
+            return "format"
+    if (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
+            and isinstance(node.left, cst.SimpleString) and node.left.evaluated_value in _PERCENTS):
+        return "format"
+    return None
+
+
+def _swap_word(node):
+    """``"cuda..."`` -> ``"neuron..."`` inside one string literal node (prefix and quotes kept)."""
+    import libcst as cst
+
+    raw = node.raw_value
+    if not raw.startswith("cuda"):
+        raise _decline("the string does not start with `cuda`")
+    return cst.SimpleString(f"{node.prefix}{node.quote}neuron{raw[4:]}{node.quote}")
+
+
+def word(node):
+    """With ``--device neuron``: only the word changes (``"cuda:1"`` -> ``"neuron:1"``)."""
+    import libcst as cst
+
+    kind = _cst_kind(node)
+    if kind in ("plain", "indexed"):
+        return _swap_word(node)
+    if kind == "fstring":
+        first = node.parts[0]
+        return node.with_changes(parts=[first.with_changes(value="neuron" + first.value[4:]), *node.parts[1:]])
+    if kind == "format":
+        if isinstance(node, cst.Call):
+            return node.with_changes(func=node.func.with_changes(value=_swap_word(node.func.value)))
+        return node.with_changes(left=_swap_word(node.left))
+    raise _decline("not a CUDA device string")
+
+
+def _format_argument(node):
+    """The index a ``"cuda:{}".format(i)`` / ``"cuda:%d" % i`` inserts."""
+    import libcst as cst
+
+    if isinstance(node, cst.Call):
+        args = node.args
+        if len(args) != 1 or args[0].keyword is not None or args[0].star:
+            raise _decline("`.format(...)` takes something other than one index")
+        return args[0].value, node.func.value
+    right = node.right
+    if isinstance(right, cst.Tuple):
+        if len(right.elements) != 1 or isinstance(right.elements[0], cst.StarredElement):
+            raise _decline("`%` takes something other than one index")
+        right = right.elements[0].value
+    return right, node.left
+
+
+def _embeddable(rx, expr, quote: str) -> str:
+    """The quote an f-string holding ``expr`` can use ("" when none: the code has both quotes, a
+    backslash, a comment or a line break, or needs parentheses there)."""
+    import libcst as cst
+
+    if isinstance(expr, (cst.Lambda, cst.NamedExpr, cst.Dict, cst.Set, cst.DictComp, cst.SetComp)):
+        return ""
+    code = rx.code(expr)
+    if any(c in code for c in "\\\n\r#") or code.lstrip().startswith("{"):
+        return ""
+    for q in (quote, "'" if quote == '"' else '"'):
+        if q not in code:
+            return q
+    return ""
+
+
+def convert(rx, site, node, data: dict, as_device: bool = False):
+    """One CUDA device literal (CST ``node``) -> the current device's form."""
+    import libcst as cst
+
+    from ..nodes import device_string_with_index, fstring, quote_of
+
+    if data.get("device") == "neuron" or data.get("mode") == "word":
+        return word(node)
+    kind = _cst_kind(node)
+    if kind == "plain":
+        return rx.device(site, data) if as_device else rx.device_type(site, data)
+    dev_type = rx.device_type(site, data)
+    if kind == "indexed":
+        return device_string_with_index(dev_type, node.evaluated_value[5:], quote_of(node))
+    if kind == "fstring":
+        first = node.parts[0]
+        rest = [cst.FormattedStringText(first.value[4:]), *node.parts[1:]]
+        return node.with_changes(parts=[cst.FormattedStringExpression(expression=dev_type), *rest])
+    if kind == "format":
+        index, base = _format_argument(node)
+        quote = _embeddable(rx, index, quote_of(base))
+        if not quote:
+            raise _decline("the index cannot be written inside an f-string as it is")
+        return fstring([dev_type, ":", index], quote)
+    raise _decline("not a CUDA device string")
+
+
+def rewrite_literal(rx, original, updated, data):
+    mode = data.get("mode")
+    if mode == "define":
+        return device_idiom(rx, original, data.get("name", "device"))
+    if mode == "word":
+        if data.get("decided"):
+            return _rewrite_decided(rx, original, updated, data)
+        return word(updated)
+    if mode == "literal":
+        if _cst_kind(updated) is None:
+            raise _decline("the code here is not the planned CUDA device string")
+        return convert(rx, original, updated, data, data.get("as_device", False))
+    if mode == "guard":
+        return _rewrite_guard(rx, original, updated, data)
+    if mode == "decided":
+        return _rewrite_decided(rx, original, updated, data)
+    raise _decline(f"unknown plan {mode!r}")
+
+
+def _rewrite_guard(rx, original, updated, data):
+    """``"cuda" if torch.cuda.is_available() else "cpu"`` -> ``DEVICE.type`` (or ``DEVICE`` in ``.to()``);
+    any other fallback keeps its arm and gets ``torch.accelerator.is_available()`` as the test."""
+    import libcst as cst
+
+    negated = data.get("negated", False)
+    cuda_arm = updated.orelse if negated else updated.body
+    if _cst_kind(cuda_arm) is None:
+        raise _decline("the code here is not the planned availability check")
+    if data.get("whole"):
+        if data.get("device") == "neuron":
+            new = word(cuda_arm)
+        else:
+            new = convert(rx, original, cuda_arm, data, data.get("as_device", False))
+        return new.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else new
+    new_arm = convert(rx, original, cuda_arm, data, False)
+    test = cst.Call(func=rx.dotted("torch.accelerator.is_available", original))
+    if negated:
+        test = updated.test.with_changes(expression=test)
+        return updated.with_changes(test=test, orelse=new_arm)
+    return updated.with_changes(test=test, body=new_arm)
+
+
+def _rewrite_decided(rx, original, updated, data):
+    """``"cuda" if "cuda" in device else "cpu"`` -> ``DEVICE.type if DEVICE.type in device else "cpu"``."""
+    import libcst as cst
+
+    def conv(node):
+        return convert(rx, original, node, data, False)
+
+    class _Tests(cst.CSTTransformer):
+        def _operand(self, node):
+            if _cst_kind(node) in ("plain", "indexed"):
+                return conv(node)
+            if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+                elements = [e.with_changes(value=conv(e.value)) if _cst_kind(e.value) in ("plain", "indexed") else e
+                            for e in node.elements]
+                return node.with_changes(elements=elements)
+            return node
+
+        def leave_Comparison(self, original_node, updated_node):
+            ops = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
+            if not all(isinstance(t.operator, ops) for t in updated_node.comparisons):
+                return updated_node
+            return updated_node.with_changes(
+                left=self._operand(updated_node.left),
+                comparisons=[t.with_changes(comparator=self._operand(t.comparator)) for t in updated_node.comparisons],
+            )
+
+        def leave_Call(self, original_node, updated_node):
+            func = updated_node.func
+            if (not updated_node.args and isinstance(func, cst.Attribute) and func.attr.value == "is_available"
+                    and isinstance(func.value, cst.Attribute) and func.value.attr.value == "cuda"
+                    and rx.code(func.value.value) == (rx.module.torch or "torch")):
+                return updated_node.with_changes(func=rx.dotted("torch.accelerator.is_available", original))
+            if (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and len(updated_node.args) == 1
+                    and _cst_kind(updated_node.args[0].value) in ("plain", "indexed")):
+                arg = updated_node.args[0]
+                return updated_node.with_changes(args=[arg.with_changes(value=conv(arg.value))])
+            return updated_node
+
+    body, orelse = updated.body, updated.orelse
+    if _cst_kind(body) is not None:
+        body = conv(body)
+    if _cst_kind(orelse) is not None:
+        orelse = conv(orelse)
+    return updated.with_changes(body=body, orelse=orelse, test=updated.test.visit(_Tests()))
+
+
+def device_idiom(rx, original, name: str):
+    """``torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")``,
+    in parentheses over four lines (as ``ruff format`` prints it) when one line would pass 88 characters."""
+    import libcst as cst
+
+    body = cst.Call(func=rx.dotted("torch.accelerator.current_accelerator", original))
+    test = cst.Call(func=rx.dotted("torch.accelerator.is_available", original))
+    orelse = cst.Call(func=rx.dotted("torch.device", original), args=[cst.Arg(cst.SimpleString('"cpu"'))])
+    one_line = cst.IfExp(test=test, body=body, orelse=orelse)
+    pos = rx.position(original)
+    column = pos.start.column if pos is not None else len(name) + 3
+    if column + len(rx.module.tree.code_for_node(one_line)) <= LINE_LENGTH:
+        return one_line
+    indent = rx.module.tree.default_indent
+
+    def broken(last: str):
+        return cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(last))
+
+    return one_line.with_changes(
+        lpar=[cst.LeftParen(whitespace_after=broken(indent))],
+        rpar=[cst.RightParen(whitespace_before=broken(""))],
+        whitespace_before_if=broken(indent),
+        whitespace_before_else=broken(indent),
+    )

@@ -1,0 +1,128 @@
+"""Distributed code tied to CUDA -> the current device.
+
+- ``backend="nccl"`` -> ``dist.get_default_backend_for_device(DEVICE)`` (PyTorch 2.6; written with
+  the module's own alias of ``torch.distributed``): NCCL on a GPU, the registered backend on
+  Trainium (``neuron``), gloo on a CPU-only host. With ``--device neuron``: ``"neuron"``;
+- ``init_device_mesh("cuda", ...)`` -> ``init_device_mesh(DEVICE.type, ...)`` (see :mod:`.device_string`);
+- ``DistributedDataParallel(model, device_ids=[local_rank], output_device=local_rank)`` ->
+  ``device_ids=[local_rank] if DEVICE.type != "cpu" else None``. In PyTorch 2.13 DDP takes one
+  device index for a single-device module on any accelerator (it moves the inputs to
+  ``torch.device(<module's device type>, index)``), and requires ``None`` for CPU modules: so the
+  CUDA path is unchanged, Trainium gets the same treatment as a GPU, and a CPU-only run no longer
+  raises. ``output_device`` defaults to ``device_ids[0]``, so when it repeats that index it is
+  dropped; otherwise it gets the same condition.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .device_string import device_data, plan_literal
+
+
+def _dist_alias(ctx) -> str:
+    names = sorted(n for n, q in ctx.import_bindings.items() if q == "torch.distributed")
+    return "dist" if "dist" in names else (names[0] if names else "")
+
+
+class Distributed:
+    name = "distributed"
+
+    def plan(self, ctx, hit):
+        m = hit.match
+        if m.kind == "matcher":
+            return self._plan_ddp(ctx, hit)
+        keyword = m.arg.keyword if m.arg else None
+        node = hit.node
+        if keyword == "backend":
+            if not (isinstance(node, ast.Constant) and node.value == "nccl"):
+                ctx.note(hit, "not rewritten: a backend string naming devices (`cpu:gloo,cuda:nccl`) needs a "
+                              "`neuron:neuron` entry added by hand")
+                return None
+            if ctx.neuron:
+                return ctx.propose(hit, node, "SimpleString", "Use the `neuron` process-group backend", {"mode": "neuron"})
+            if not ctx.allows("2.6"):
+                ctx.note(hit, "not rewritten: `get_default_backend_for_device` needs PyTorch 2.6 (--min-torch)")
+                return None
+            data = device_data(ctx, hit, node)
+            if data is None:
+                return None
+            return ctx.propose(hit, node, "SimpleString", "Use the backend registered for the current device",
+                               {**data, "mode": "backend", "dist": _dist_alias(ctx)})
+        if keyword == "device_type":
+            return plan_literal(ctx, hit, node, "Use the current accelerator's device type")
+        return None
+
+    def _plan_ddp(self, ctx, hit):
+        ids = hit.node
+        kw = ctx.parent(ids)
+        call = ctx.parent(kw)
+        if not (isinstance(kw, ast.keyword) and isinstance(call, ast.Call)):
+            return None
+        if len(ids.elts) != 1 or isinstance(ids.elts[0], ast.Starred):
+            ctx.note(hit, "not rewritten: DistributedDataParallel takes at most one device index")
+            return None
+        if ctx.neuron:
+            ctx.note(hit, "nothing to rewrite with --device neuron: DistributedDataParallel takes the index of a "
+                          "`neuron` device as it takes a CUDA one")
+            return None
+        if any(k.arg is None for k in call.keywords):
+            ctx.note(hit, "not rewritten: `**kwargs` may pass `output_device` too")
+            return None
+        data = device_data(ctx, hit, call)
+        if data is None:
+            return None
+        output = next((k.value for k in call.keywords if k.arg == "output_device"), None)
+        same = output is not None and ast.dump(output) == ast.dump(ids.elts[0])
+        return ctx.propose(hit, call, "Call", "Pass DDP device indices only for an accelerator (`None` on the CPU)",
+                           {**data, "mode": "ddp", "drop_output": same})
+
+    # ------------------------------------------------------------------ LibCST
+    def rewrite(self, rx, original, updated, data):
+        import libcst as cst
+
+        from .device_string import rewrite_literal
+
+        mode = data.get("mode")
+        if mode == "neuron":
+            raw = updated.raw_value
+            return cst.SimpleString(f"{updated.prefix}{updated.quote}neuron{raw[4:]}{updated.quote}")
+        if mode == "backend":
+            alias = data.get("dist")
+            if alias:
+                func = cst.Attribute(value=cst.Name(alias), attr=cst.Name("get_default_backend_for_device"))
+            else:
+                func = rx.dotted("torch.distributed.get_default_backend_for_device", original)
+            return cst.Call(func=func, args=[cst.Arg(rx.device(original, data))])
+        if mode == "ddp":
+            return self._rewrite_ddp(rx, original, updated, data)
+        return rewrite_literal(rx, original, updated, data)
+
+    def _rewrite_ddp(self, rx, original, updated, data):
+        dev_type = rx.device_type(original, data)
+
+        def only_off_cpu(value):
+            return rx.expression('{value} if {dev} != "cpu" else None', value=value, dev=dev_type)
+
+        args = []
+        dropped = None
+        for a in updated.args:
+            name = a.keyword.value if a.keyword is not None else None
+            if name == "device_ids":
+                a = a.with_changes(value=only_off_cpu(a.value))
+            elif name == "output_device":
+                if data.get("drop_output"):
+                    dropped = a
+                    continue
+                a = a.with_changes(value=only_off_cpu(a.value))
+            args.append(a)
+        if dropped is not None and updated.args[-1] is dropped and args:
+            args[-1] = args[-1].with_changes(comma=dropped.comma)
+        if not any(a.keyword is not None and a.keyword.value == "device_ids" for a in args):
+            from ..rewrite import Decline
+
+            raise Decline("the call has no `device_ids` keyword")
+        return updated.with_changes(args=args)
+
+
+FIXER = Distributed()

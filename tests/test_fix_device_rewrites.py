@@ -1,0 +1,406 @@
+"""The NRN202 / NRN205 / NRN206 rewrites, seen from a user's side.
+
+- Fixed programs still run on a CPU-only host (the CPU build of torch 2.13 in the test extra) and
+  compute what the original computes with CUDA mapped to the CPU.
+- A string chosen by a device test is rewritten together with the test, in a way that reads the
+  same on a GPU machine and picks the Neuron path on Trainium (nanoGPT's autocast switch).
+- Code that only runs under `if device == "cuda":` is left alone, with a note.
+- `from torch.cuda.amp import ...` goes in the same run as its uses; an alias still used stays.
+- A second `fix` changes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+
+from neuron_lint.api import check_source
+from neuron_lint.fixing import fix_text
+from neuron_lint.settings import Settings
+
+CODES = ("NRN202", "NRN205", "NRN206")
+
+
+def fix(src: str, path: str = "train.py", **settings) -> str:
+    s = Settings(select=CODES, **settings)
+    src = textwrap.dedent(src).lstrip("\n")
+    result = fix_text(src, path, s)
+    ast.parse(result.text)
+    again = fix_text(result.text, path, s)
+    assert again.text == result.text and not again.applied, f"a second fix changed:\n{result.text}"
+    return result.text
+
+
+def notes(src: str, path: str = "train.py", **settings) -> list[str]:
+    s = Settings(select=CODES, **settings)
+    return [f.fix_note for f in check_source(textwrap.dedent(src).lstrip("\n"), path, s) if f.fix is None]
+
+
+def run(code: str, **names) -> dict:
+    """Execute a module's text as a script; its globals afterwards."""
+    namespace = {"__name__": "__main__", **names}
+    exec(compile(code, "<fixed>", "exec"), namespace)  # noqa: S102 - the snippets are this file's own
+    return namespace
+
+
+# ---------------------------------------------------------------------- device strings
+DEVICE_SCRIPT = """
+import torch
+
+device = torch.device("cuda")
+rank = 0
+model = torch.nn.Linear(4, 2).to(device)
+x = torch.ones(3, 4, device="cuda")
+y = torch.zeros(2, device="cuda:0")
+z = torch.zeros(2, device="cuda:{}".format(rank))
+w = torch.full((2,), 3.0).to("cuda:%d" % rank)
+v = torch.ones(2).to(f"cuda:{rank}", non_blocking=True)
+device_name = "cuda" if torch.cuda.is_available() else "cpu"
+out = model(x)
+"""
+
+
+def test_device_strings_still_run_on_a_cpu_only_host_and_compute_the_same():
+    torch = pytest.importorskip("torch")
+    fixed = fix(DEVICE_SCRIPT)
+    assert '"cuda' not in fixed and "torch.accelerator.current_accelerator()" in fixed
+    assert 'f"{device.type}:{rank}"' in fixed and "device_name = device.type" in fixed
+    torch.manual_seed(0)
+    got = run(fixed)
+    torch.manual_seed(0)
+    want = run(textwrap.dedent(DEVICE_SCRIPT).replace('"cuda', '"cpu'))  # CUDA mapped to the CPU
+    for name in ("x", "y", "z", "w", "v", "out"):
+        assert torch.equal(got[name], want[name]), name
+        assert got[name].device.type == "cpu"
+    assert got["device_name"] == "cpu" and got["device"] == torch.device("cpu")
+
+
+def test_the_module_device_variable_becomes_the_idiom_the_way_ruff_prints_it():
+    fixed = fix(DEVICE_SCRIPT)
+    assert fixed.startswith(
+        "import torch\n\n"
+        "device = (\n"
+        "    torch.accelerator.current_accelerator()\n"
+        "    if torch.accelerator.is_available()\n"
+        '    else torch.device("cpu")\n'
+        ")\n"
+    )
+    assert max(len(line) for line in fixed.splitlines()) <= 88
+
+
+def test_the_idiom_uses_the_module_torch_alias():
+    fixed = fix("""
+        import torch as t
+
+        device = t.device("cuda")
+        model = t.nn.Linear(2, 2).to(device)
+    """)
+    # 96 characters on one line: broken over lines as well
+    assert fixed.startswith(
+        "import torch as t\n\ndevice = (\n    t.accelerator.current_accelerator()\n"
+        "    if t.accelerator.is_available()\n    else t.device(\"cpu\")\n)\n"
+    )
+    assert "import torch\n" not in fixed
+
+
+# ---------------------------------------------------------------------- the nanoGPT trap
+NANOGPT = """
+import torch
+from contextlib import nullcontext
+
+device = "cuda"
+device_type = "cuda" if "cuda" in device else "cpu"
+ptdtype = torch.bfloat16
+ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+model = torch.nn.Linear(4, 4).to(device)
+with ctx:
+    y = model(torch.ones(1, 4, device=device))
+"""
+
+
+def test_nanogpt_autocast_switch_keeps_choosing_the_accelerator():
+    fixed = fix(NANOGPT)
+    assert "device = DEVICE.type\n" in fixed
+    assert "device_type = DEVICE.type if DEVICE.type in device else \"cpu\"\n" in fixed
+    line = next(l for l in fixed.splitlines() if l.startswith("device_type = "))
+    expr = ast.parse(line).body[0].value
+    original = ast.parse('"cuda" if "cuda" in device else "cpu"', mode="eval").body
+
+    def ev(node, **names):
+        return eval(compile(ast.Expression(node), "<e>", "eval"), names)
+
+    # On a GPU machine DEVICE.type is "cuda": the same answer for every device string.
+    for device in ("cuda", "cuda:1", "cpu", "mps", "meta", "xla"):
+        assert ev(expr, DEVICE=types.SimpleNamespace(type="cuda"), device=device) == ev(original, device=device)
+    # On Trainium `device = DEVICE.type` is "neuron", and so is the autocast device type
+    # (the old rewrite, `DEVICE.type if 'cuda' in device else 'cpu'`, gave "cpu": autocast off).
+    trn = types.SimpleNamespace(type="neuron")
+    assert ev(expr, DEVICE=trn, device="neuron") == "neuron"
+    assert ev(expr, DEVICE=trn, device="neuron:3") == "neuron"
+    assert ev(expr, DEVICE=trn, device="cpu") == "cpu"  # `--device=cpu` still means the CPU
+
+
+def test_nanogpt_fixed_runs_on_a_cpu_only_host():
+    torch = pytest.importorskip("torch")
+    got = run(fix(NANOGPT))
+    assert got["device_type"] == "cpu" and got["y"].shape == (1, 4)
+    assert got["y"].device == torch.device("cpu")
+
+
+@pytest.mark.parametrize("test,arm", [
+    ('device.type == "cuda"', '"cuda"'),
+    ('device.type != "cuda"', '"cpu"'),
+    ('str(device).startswith("cuda")', '"cuda"'),
+    ('device in ("cuda", "cuda:0")', '"cuda"'),
+])
+def test_a_string_decided_by_a_device_test_is_rewritten_with_it(test, arm):
+    other = '"cpu"' if arm == '"cuda"' else '"cuda"'
+    src = f"import torch\n\nx = torch.ones(2)\ny = x.to({arm} if {test} else {other})\n"
+    fixed = fix(src)
+    (line,) = [l for l in fixed.splitlines() if l.startswith("y = ")]
+    assert '"cuda"' not in line
+    new = ast.parse(line).body[0].value.args[0]
+    old = ast.parse(src.splitlines()[-1]).body[0].value.args[0]
+
+    def ev(node, **names):
+        return eval(compile(ast.Expression(node), "<e>", "eval"), {"str": str, **names})
+
+    for value in ("cuda", "cuda:0", "cpu"):
+        dev = types.SimpleNamespace(type=value.split(":")[0]) if "type" in test else value
+        dev = value if "startswith" in test or " in " in test else dev
+        assert ev(new, DEVICE=types.SimpleNamespace(type="cuda"), device=dev) == ev(old, device=dev)
+    trn = "neuron" if "startswith" in test or " in " in test else types.SimpleNamespace(type="neuron")
+    assert ev(new, DEVICE=types.SimpleNamespace(type="neuron"), device=trn) == "neuron"
+
+
+def test_code_under_a_cuda_test_is_left_alone_with_a_note():
+    src = """
+        import torch
+
+
+        def move(x, device):
+            if device == "cuda":
+                torch.cuda.synchronize()
+                x = x.to("cuda")
+            return x
+    """
+    assert fix(src) == textwrap.dedent(src).lstrip("\n")
+    (note,) = notes(src)
+    assert 'device == "cuda"' in note and "by hand" in note
+
+
+# ---------------------------------------------------------------------- device lists
+def test_a_loop_over_device_choices_tests_the_accelerator_and_still_runs_on_the_cpu():
+    pytest.importorskip("torch")
+    src = """
+        import torch
+
+
+        def check_add():
+            seen = []
+            for device in ["cuda", "cpu"]:
+                x = torch.ones(2, device=device)
+                seen.append((x + x).sum().item())
+            return seen
+    """
+    fixed = fix(src, path="lib.py")
+    assert 'for device in [_current_device().type, "cpu"]:' in fixed
+    assert run(fixed)["check_add"]() == [4.0, 4.0]
+
+
+def test_a_parametrized_test_tests_cuda_on_gpus_and_neuron_on_trainium():
+    src = """
+        import pytest
+        import torch
+
+
+        @pytest.mark.parametrize("device", ["cpu", "cuda"])
+        def test_add(device):
+            assert torch.ones(2, device=device).sum() == 2
+    """
+    fixed = fix(src, path="tests/test_ops.py")
+    assert '@pytest.mark.parametrize("device", ["cpu", _current_device().type])' in fixed
+    # outside a test module the list is evaluated when a library is imported: left alone
+    assert fix(src, path="ops.py") == textwrap.dedent(src).lstrip("\n")
+    assert any("imported" in n for n in notes(src, path="ops.py"))
+
+
+def test_a_loop_that_compares_the_device_with_cuda_is_left_alone():
+    src = """
+        import torch
+
+
+        def check():
+            for device in ["cpu", "cuda"]:
+                if device == "cuda" and not torch.cuda.is_available():
+                    continue
+                assert torch.ones(2, device=device).sum() == 2
+    """
+    assert fix(src) == textwrap.dedent(src).lstrip("\n")
+    assert any("compares `device` with CUDA" in n for n in notes(src))
+
+
+# ---------------------------------------------------------------------- mixed precision
+AMP_SCRIPT = """
+import torch
+from torch.cuda.amp import GradScaler, autocast
+
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = GradScaler(init_scale=1024)
+x = torch.randn(8, 4)
+with autocast(True, torch.bfloat16):
+    out = model(x)
+loss = out.float().pow(2).mean()
+scaler.scale(loss).backward()
+scaler.step(opt)
+scaler.update()
+"""
+
+
+def test_amp_fix_drops_the_import_and_runs_like_cuda_amp_on_the_cpu():
+    torch = pytest.importorskip("torch")
+    fixed = fix(AMP_SCRIPT)
+    assert "torch.cuda.amp" not in fixed
+    assert "with torch.autocast(DEVICE.type, enabled=True, dtype=torch.bfloat16):" in fixed
+    assert "scaler = torch.amp.GradScaler(DEVICE.type, init_scale=1024)" in fixed
+    got = run(fixed)
+    # the original with CUDA mapped to the CPU: the same classes, on the "cpu" device type
+    mapped = textwrap.dedent(AMP_SCRIPT).replace("from torch.cuda.amp import GradScaler, autocast\n", "")
+
+
+    def autocast(enabled=True, dtype=torch.float16, cache_enabled=True):  # torch.cuda.amp.autocast's order
+        return torch.autocast("cpu", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
+
+    want = run(mapped, GradScaler=functools.partial(torch.amp.GradScaler, "cpu"), autocast=autocast)
+    assert got["out"].dtype == torch.bfloat16  # autocast is on
+    assert torch.equal(got["out"], want["out"]) and torch.equal(got["model"].weight, want["model"].weight)
+
+
+def test_an_amp_alias_still_used_keeps_its_import():
+    src = """
+        import torch
+        from torch.cuda.amp import autocast as ac
+
+
+        def run(model, x, fast):
+            ctx = ac if fast else None
+            with ac(dtype=torch.bfloat16):
+                return model(x)
+    """
+    fixed = fix(src, path="lib.py")
+    assert "from torch.cuda.amp import autocast as ac\n" in fixed  # `ac` is still used
+    assert "with torch.autocast(_current_device().type, dtype=torch.bfloat16):" in fixed
+    assert "ctx = ac if fast else None" in fixed
+
+
+CUSTOM_FWD = """
+import torch
+from torch.cuda.amp import custom_bwd, custom_fwd
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    @custom_fwd(cast_inputs=torch.float32)
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @custom_bwd
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+if __name__ == "__main__":
+    x = torch.ones(2, dtype=torch.bfloat16, requires_grad=True)
+    with torch.autocast(DEVICE_TYPE, dtype=torch.bfloat16):
+        y = Square.apply(x)
+    y.sum().backward()
+"""
+
+
+def test_custom_fwd_casts_under_the_current_device_autocast():
+    torch = pytest.importorskip("torch")
+    src = CUSTOM_FWD.replace("DEVICE_TYPE", '"cpu"')
+    fixed = fix(src)
+    assert "@torch.amp.custom_fwd(device_type=DEVICE.type, cast_inputs=torch.float32)" in fixed
+    assert "@torch.amp.custom_bwd(device_type=DEVICE.type)" in fixed and "torch.cuda.amp" not in fixed
+    got = run(fixed)
+    assert got["y"].dtype == torch.float32  # cast_inputs applies under CPU autocast on a CPU host
+    assert got["x"].grad is not None
+
+
+def test_custom_fwd_in_a_library_is_not_probed_at_import():
+    src = CUSTOM_FWD.split('if __name__')[0]
+    assert fix(src, path="ops.py") == textwrap.dedent(src).lstrip("\n")
+    assert any('device_type="neuron"' in n and "imported" in n for n in notes(src, path="ops.py"))
+    neuron = fix(src, path="ops.py", device="neuron")
+    assert '@torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)' in neuron
+    assert "torch.cuda.amp" not in neuron
+
+
+# ---------------------------------------------------------------------- distributed
+DDP_SCRIPT = """
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(local_rank, init):
+    dist.init_process_group(
+        backend="nccl",
+        init_method=init,
+        rank=0,
+        world_size=1,
+    )
+    model = torch.nn.Linear(4, 2).to(f"cuda:{local_rank}")
+    ddp = DDP(model, device_ids=[local_rank], output_device=local_rank)
+    out = ddp(torch.ones(3, 4))
+    backend = dist.get_backend()
+    dist.destroy_process_group()
+    print(backend, tuple(out.shape), out.device.type)
+
+
+if __name__ == "__main__":
+    main(0, sys.argv[1])
+"""
+
+
+def test_ddp_script_starts_on_a_cpu_only_host(tmp_path):
+    pytest.importorskip("torch")
+    fixed = fix(DDP_SCRIPT)
+    assert "backend=dist.get_default_backend_for_device(DEVICE)," in fixed
+    assert 'ddp = DDP(model, device_ids=[local_rank] if DEVICE.type != "cpu" else None)' in fixed
+    script = tmp_path / "train.py"
+    init = (tmp_path / "store").as_uri()
+    script.write_text(fixed)
+    done = subprocess.run([sys.executable, str(script), init], capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["gloo", "(3,", "2)", "cpu"]
+    # the original cannot start there
+    original = tmp_path / "original.py"
+    original.write_text(textwrap.dedent(DDP_SCRIPT).lstrip("\n"))
+    (tmp_path / "store").unlink(missing_ok=True)
+    before = subprocess.run([sys.executable, str(original), init], capture_output=True, text=True, timeout=240,
+                            check=False)
+    assert before.returncode != 0
+
+
+def test_ddp_device_ids_stay_with_device_neuron():
+    src = """
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(model, device_ids=[local_rank])
+    """
+    assert fix(src, device="neuron") == textwrap.dedent(src).lstrip("\n")
+    assert any("neuron" in n for n in notes(src, device="neuron"))
