@@ -35,9 +35,14 @@ _GUARD_WORDS = re.compile(r"is_available|cuda|device")
 
 
 def _guarded(ctx, node) -> bool:
-    """Is ``node`` in the body of an ``if`` (or the true arm of ``... if ... else``) that tests the device?"""
+    """Is ``node`` in the body of an ``if`` (or the true arm of ``... if ... else``, or after an
+    ``and``) that tests the device?"""
     child = node
     for p in ctx.ancestors(node):
+        if isinstance(p, ast.BoolOp) and isinstance(p.op, ast.And):
+            earlier = p.values[: next((i for i, v in enumerate(p.values) if v is child), 0)]
+            if any(_GUARD_WORDS.search(ctx.segment(v)) for v in earlier):
+                return True
         if isinstance(p, ast.If) and any(s is child for s in p.body) and _GUARD_WORDS.search(ctx.segment(p.test)):
             return True
         if isinstance(p, ast.IfExp) and p.body is child and _GUARD_WORDS.search(ctx.segment(p.test)):
@@ -127,7 +132,12 @@ class CudaApi:
         if form == "device" and call is not None and call.keywords:
             node, kind = call, "Call"  # the target takes the device positionally only
         fallback = entry.get("off_accelerator")
-        if fallback is not None and call is not None and not _guarded(ctx, call):
+        if fallback == "guard" and not (call is not None and _guarded(ctx, call)):
+            # torch.cuda answers on a CPU-only host, the target raises there: only under a device test.
+            ctx.note(hit, f"not rewritten: `{target}` raises on a host without an accelerator; "
+                          "put it under `if torch.accelerator.is_available():` first")
+            return None
+        if fallback not in (None, "guard") and call is not None and not _guarded(ctx, call):
             # torch.cuda's memory calls do nothing on a host without CUDA; torch.accelerator's raise there.
             stmt = ctx.parent(call)
             if isinstance(stmt, ast.Expr) and _alone_on_its_line(ctx, stmt):
