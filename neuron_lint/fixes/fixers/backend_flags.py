@@ -1,0 +1,286 @@
+"""CUDA library switches (NRN209): device-agnostic equivalents where there are any, else a note.
+
+Decided per flag (checked against torch 2.13):
+
+- ``torch.backends.cuda.sdp_kernel(enable_flash=..., enable_math=..., enable_mem_efficient=...,
+  enable_cudnn=...)`` -> ``sdpa_kernel([SDPBackend.FLASH_ATTENTION, ...])`` listing the enabled
+  backends in the same order. In 2.13 ``sdp_kernel`` is itself implemented as exactly that call
+  (each True appends its backend), so the rewrite is the same everywhere: **safe**. Needs literal
+  True/False arguments.
+- ``torch.backends.cuda.matmul.allow_tf32 = True``/``False`` ->
+  ``torch.set_float32_matmul_precision("high")``/``("highest")``. Same cuBLAS state on CUDA
+  (``allow_tf32`` and ``cuda.matmul.fp32_precision``), but the function also sets the CPU
+  (oneDNN) matmul precision, which the flag leaves alone: **unsafe**.
+- ``torch.backends.cudnn.deterministic = True`` -> ``torch.use_deterministic_algorithms(True,
+  warn_only=True)``. Deleting it would leave a program that says it is deterministic and is not.
+  The replacement covers cuDNN convolutions and more (other ops pick deterministic kernels,
+  uninitialised memory is filled, ops with no deterministic kernel warn): **unsafe**. Not offered
+  when the module already calls ``use_deterministic_algorithms`` (it could weaken a strict mode).
+- ``torch.backends.cudnn.benchmark = True``: removed (**unsafe**: CUDA speed only; the default,
+  False, is also the reproducible choice), unless that would empty its block, it shares its line,
+  or a comment line sits right above it.
+- Everything else -- ``cudnn.allow_tf32`` (convolutions: no device-agnostic switch),
+  ``cudnn.benchmark = False``, ``cudnn.deterministic = False``, ``enable_flash_sdp(...)`` and the
+  other global SDPA switches (``sdpa_kernel`` is a context manager, not a global setting), reads --
+  is left as it is, with a note: it is harmless on Trainium.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...project_style import DEFAULT_LINE_LENGTH
+from .keyword_false import module_comments
+
+_SDP_PARAMS = ("enable_flash", "enable_math", "enable_mem_efficient", "enable_cudnn")
+#: sdp_kernel's own order of appending backends.
+_SDP_BACKENDS = (("enable_flash", "FLASH_ATTENTION"), ("enable_mem_efficient", "EFFICIENT_ATTENTION"),
+                 ("enable_math", "MATH"), ("enable_cudnn", "CUDNN_ATTENTION"))
+_SDP_SWITCHES = {"enable_flash_sdp", "enable_mem_efficient_sdp", "enable_math_sdp", "enable_cudnn_sdp"}
+_HARMLESS = "it is harmless on Trainium (CUDA library settings likely have no effect there); keep it for GPU runs"
+
+
+def _bool(node) -> bool | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, bool) else None
+
+
+def _calls_use_deterministic(ctx) -> bool:
+    if "_nrn209_det" not in ctx.__dict__:
+        ctx.__dict__["_nrn209_det"] = any(
+            isinstance(n, ast.Call) and (ctx.qualname(n.func) == "torch.use_deterministic_algorithms"
+                                         or getattr(n.func, "attr", getattr(n.func, "id", "")) == "use_deterministic_algorithms")
+            for n in ast.walk(ctx.tree))
+    return ctx.__dict__["_nrn209_det"]
+
+
+def _block_of(ctx, stmt):
+    parent = ctx.parent(stmt)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return parent, block
+    return parent, None
+
+
+class BackendFlags:
+    name = "backend_flags"
+
+    # ------------------------------------------------------------------ plan
+    def plan(self, ctx, hit):
+        node = hit.node
+        qual = ctx.qualname(node) or ""
+        parent = ctx.parent(node)
+        if isinstance(parent, ast.Call) and parent.func is node:
+            if qual == "torch.backends.cuda.sdp_kernel":
+                return self._plan_sdp_kernel(ctx, hit, parent)
+            if qual.rsplit(".", 1)[-1] in _SDP_SWITCHES:
+                ctx.note(hit, "not rewritten: a global switch of the CUDA attention kernels; `torch.nn.attention."
+                              "sdpa_kernel` is a context manager, not a global setting, so no line is equivalent; "
+                              f"{_HARMLESS} (or wrap the attention calls in `with sdpa_kernel(...)`)")
+                return None
+            if not isinstance(ctx.parent(parent), ast.Expr):
+                ctx.note(hit, "not rewritten: it queries a CUDA library; left as it is")
+                return None
+            ctx.note(hit, f"not rewritten: no device-agnostic equivalent; {_HARMLESS}")
+            return None
+        if isinstance(parent, ast.Assign) and node in parent.targets:
+            if len(parent.targets) != 1:
+                ctx.note(hit, "not rewritten: one assignment sets several names; split it first")
+                return None
+            return self._plan_assignment(ctx, hit, parent, qual)
+        if isinstance(getattr(node, "ctx", None), ast.Store):
+            ctx.note(hit, f"not rewritten: not a plain assignment; {_HARMLESS}")
+            return None
+        ctx.note(hit, "not rewritten: it reads a CUDA library setting; left as it is")
+        return None
+
+    def _plan_assignment(self, ctx, hit, assign: ast.Assign, qual: str):
+        value = _bool(assign.value)
+        if qual == "torch.backends.cuda.matmul.allow_tf32":
+            if value is None:
+                ctx.note(hit, "not rewritten: the value is not a literal True/False; write "
+                              "`torch.set_float32_matmul_precision(\"high\" if ... else \"highest\")` by hand")
+                return None
+            precision = "high" if value else "highest"
+            return ctx.propose(
+                hit, assign, "Assign",
+                f"Use `torch.set_float32_matmul_precision(\"{precision}\")` (also sets the CPU matmul precision)",
+                {"call": "torch.set_float32_matmul_precision", "args": [precision]}, applicability="unsafe")
+        if qual == "torch.backends.cudnn.deterministic":
+            if value is not True:
+                ctx.note(hit, f"not rewritten: it only turns cuDNN determinism off (the default); {_HARMLESS}")
+                return None
+            if _calls_use_deterministic(ctx):
+                ctx.note(hit, "not rewritten: the module already calls `torch.use_deterministic_algorithms`; "
+                              f"the cuDNN flag adds nothing for other devices; {_HARMLESS}")
+                return None
+            return ctx.propose(
+                hit, assign, "Assign",
+                "Use `torch.use_deterministic_algorithms(True, warn_only=True)` (every device; stricter than the cuDNN flag)",
+                {"call": "torch.use_deterministic_algorithms", "args": [True], "warn_only": True}, applicability="unsafe")
+        if qual == "torch.backends.cudnn.benchmark":
+            if value is not True:
+                ctx.note(hit, "not rewritten: it keeps the cuDNN autotuner off (the default, and part of a "
+                              f"reproducibility setting); {_HARMLESS}")
+                return None
+            return self._plan_removal(ctx, hit, assign)
+        if qual == "torch.backends.cudnn.allow_tf32":
+            ctx.note(hit, "not rewritten: it sets TF32 for cuDNN convolutions; `torch.set_float32_matmul_precision` "
+                          f"covers matrix multiplications only, so there is no device-agnostic equivalent; {_HARMLESS}")
+            return None
+        ctx.note(hit, f"not rewritten: no device-agnostic equivalent; {_HARMLESS}")
+        return None
+
+    def _plan_removal(self, ctx, hit, stmt: ast.stmt):
+        parent, block = _block_of(ctx, stmt)
+        if block is None:
+            return None
+        if len(block) == 1 and not isinstance(parent, ast.Module):
+            ctx.note(hit, f"not removed: it is alone in its block, which would be left empty; {_HARMLESS}")
+            return None
+        if any(s is not stmt and (s.lineno <= stmt.end_lineno and stmt.lineno <= (s.end_lineno or s.lineno))
+               for s in block):
+            ctx.note(hit, "not removed: it shares its line with other statements")
+            return None
+        line = stmt.lineno
+        text_line = ctx.lines.line(line - 1) if line > 1 else ""
+        if line > 1 and any(c_line == line - 1 and not text_line[: col - 1].strip()
+                            for c_line, col, _ in module_comments(ctx)):
+            ctx.note(hit, "not removed: the comment above it would be lost or left describing other code; remove it by hand")
+            return None
+        if stmt is block[-1]:  # nothing below to keep the comments above it
+            since = (block[-2].end_lineno or block[-2].lineno) if len(block) > 1 else 0
+            if any(since < c_line < line for c_line, _, _ in module_comments(ctx)):
+                ctx.note(hit, "not removed: the comment above it would be lost; remove it by hand")
+                return None
+        kind = "Module" if isinstance(parent, ast.Module) else "IndentedBlock"
+        return ctx.propose(hit, stmt, kind, "Remove the cuDNN autotuner switch (changes CUDA speed only)",
+                           {"remove_line": line}, applicability="unsafe")
+
+    def _plan_sdp_kernel(self, ctx, hit, call: ast.Call):
+        if not ctx.allows("2.5"):
+            ctx.note(hit, "not rewritten: `torch.nn.attention.sdpa_kernel` with SDPBackend.CUDNN_ATTENTION needs "
+                          "PyTorch 2.5; raise --min-torch")
+            return None
+        if len(call.args) > len(_SDP_PARAMS) or any(isinstance(a, ast.Starred) for a in call.args):
+            ctx.note(hit, "not rewritten: the arguments are not spelled out")
+            return None
+        flags = dict.fromkeys(_SDP_PARAMS, True)
+        given = list(zip(_SDP_PARAMS, call.args))
+        for kw in call.keywords:
+            if kw.arg not in _SDP_PARAMS:
+                ctx.note(hit, "not rewritten: the arguments are not spelled out" if kw.arg is None
+                         else f"not rewritten: unknown argument `{kw.arg}=`")
+                return None
+            given.append((kw.arg, kw.value))
+        for name, value in given:
+            flag = _bool(value)
+            if flag is None:
+                ctx.note(hit, f"not rewritten: `{name}` is not a literal True/False; list the backends by hand "
+                              "in `torch.nn.attention.sdpa_kernel([...])`")
+                return None
+            flags[name] = flag
+        backends = [backend for param, backend in _SDP_BACKENDS if flags[param]]
+        bindings = ctx.import_bindings
+        importable = all(ctx.bound.get(n, 0) == 0 or bindings.get(n) == f"torch.nn.attention.{n}"
+                         for n in ("sdpa_kernel", "SDPBackend"))
+        data = {"backends": backends, "names": "import" if importable else "dotted"}
+        if isinstance(call.func, ast.Name):
+            data["unimport"] = call.func.id
+        return ctx.propose(hit, call, "Call", "Use `torch.nn.attention.sdpa_kernel` (the same backends)", data,
+                           applicability="safe")
+
+    # ------------------------------------------------------------------ rewrite
+    def rewrite(self, rx, original, updated, data):
+        import libcst as cst
+
+        from ..rewrite import Decline
+
+        if "backends" in data:
+            return self._rewrite_sdp_kernel(rx, original, updated, data)
+        if "call" in data:
+            args = [cst.Arg(value=cst.Name(str(a)) if isinstance(a, bool) else cst.SimpleString(f'"{a}"'))
+                    for a in data["args"]]
+            if data.get("warn_only"):
+                from ..nodes import keyword
+
+                args.append(keyword("warn_only", cst.Name("True")))
+            args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) if i < len(args) - 1 else a
+                    for i, a in enumerate(args)]
+            call = cst.Call(func=rx.dotted(data["call"], original), args=args)
+            return cst.Expr(value=call, semicolon=updated.semicolon)
+        if "remove_line" in data:
+            body = list(updated.body)
+            index = next((i for i, s in enumerate(original.body)
+                          if (p := rx.position(s)) is not None and p.start.line == data["remove_line"]), None)
+            if index is None:
+                raise Decline("the statement is not in this block any more")
+            removed = body.pop(index)
+            leading = list(getattr(removed, "leading_lines", ()))
+            if index < len(body) and hasattr(body[index], "leading_lines"):
+                # The blank lines and section comments above it (a blank line apart) stay where they were.
+                body[index] = body[index].with_changes(leading_lines=[*leading, *body[index].leading_lines])
+            elif any(line.comment is not None for line in leading):
+                raise Decline("a comment above it would be lost")
+            if not body and not isinstance(updated, cst.Module):
+                raise Decline("the block would be empty")
+            return updated.with_changes(body=body)
+        raise Decline("nothing to rewrite")
+
+    def _rewrite_sdp_kernel(self, rx, original, updated, data):
+        import libcst as cst
+        from libcst.codemod.visitors import AddImportsVisitor
+
+        if data["names"] == "import":
+            AddImportsVisitor.add_needed_import(rx.codemod, "torch.nn.attention", "SDPBackend")
+            AddImportsVisitor.add_needed_import(rx.codemod, "torch.nn.attention", "sdpa_kernel")
+            func: cst.BaseExpression = cst.Name("sdpa_kernel")
+            enum: cst.BaseExpression = cst.Name("SDPBackend")
+        else:
+            func = rx.dotted("torch.nn.attention.sdpa_kernel", original)
+            enum = rx.dotted("torch.nn.attention.SDPBackend", original)
+        if data.get("unimport"):
+            rx.remove_import_if_unused("torch.backends.cuda", data["unimport"])
+        members = [cst.Attribute(value=enum, attr=cst.Name(b)) for b in data["backends"]]
+        one_line = updated.with_changes(func=func, args=[cst.Arg(value=_list(members))])
+        # Keep within the line length (black's layout): the list on its own line, then one per line.
+        pos = rx.position(original)
+        lines = rx.module.tree.code.splitlines()
+        first, last = lines[pos.start.line - 1], lines[pos.end.line - 1]
+        head, tail = first[: pos.start.column], last[pos.end.column:]
+        if len(head) + len(rx.code(one_line)) + len(tail) <= DEFAULT_LINE_LENGTH:
+            return one_line
+        indent = first[: len(first) - len(first.lstrip())]
+        inner = indent + "    "
+        listed = _list(members)
+        if len(inner) + len(rx.code(listed)) > DEFAULT_LINE_LENGTH:
+            listed = _list(members, inner + "    ", inner)
+        return updated.with_changes(
+            func=func,
+            whitespace_before_args=_newline(inner),
+            args=[cst.Arg(value=listed, whitespace_after_arg=_newline(indent))],
+        )
+
+
+def _newline(indent: str):
+    import libcst as cst
+
+    return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
+                                       last_line=cst.SimpleWhitespace(indent))
+
+
+def _list(members, item_indent: str | None = None, close_indent: str = ""):
+    """``[a, b, c]``, or one element per line (with a trailing comma) at ``item_indent``."""
+    import libcst as cst
+
+    if item_indent is None:
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        return cst.List(elements=[cst.Element(value=m, comma=comma if i < len(members) - 1 else cst.MaybeSentinel.DEFAULT)
+                                  for i, m in enumerate(members)])
+    elements = [cst.Element(value=m, comma=cst.Comma(whitespace_after=_newline(item_indent if i < len(members) - 1
+                                                                              else close_indent)))
+                for i, m in enumerate(members)]
+    return cst.List(elements=elements, lbracket=cst.LeftSquareBracket(whitespace_after=_newline(item_indent)))
+
+
+FIXER = BackendFlags()

@@ -1,0 +1,235 @@
+"""``x.is_cuda`` -> ``x.device.type not in ("cpu", "meta")`` (is the tensor on an accelerator?).
+
+The rewrite is False for CPU tensors everywhere (a CPU-only host included) and True for CUDA
+tensors on a GPU and for ``neuron`` tensors on Trainium. On a CUDA machine it gives the same
+answer as ``is_cuda`` for CPU, CUDA and meta tensors; it differs only for tensors of another
+accelerator (``xpu``, ``mps``, a PrivateUse1 device), which is the point. It stays unsafe:
+neuron-lint cannot see that ``x`` is a tensor (``PackedSequence`` has ``is_cuda`` but no ``device``).
+
+A device guard is rewritten only together with everything it decides. On Trainium the rewritten
+test lets ``neuron`` tensors into the code it guards (the body of ``if x.is_cuda:``, what follows
+``if not x.is_cuda: raise ...`` or ``assert x.is_cuda``). When that code calls CUDA-only code -- a
+compiled extension (``_C.deform_conv_forward``), a kernel launch (``kernel[grid](...)``), a
+custom op, raw pointers -- nothing is rewritten: ``is_cuda`` is the right question there. CUDA
+APIs in that code (``torch.cuda.*``, ``.cuda()``, ``"cuda"``) are handed to
+:func:`neuron_lint.fixes.guards.settle` as the plan's ``region``: the fix stays only when this
+fix run rewrites each of them too. A value that decides nothing device-specific
+(``pin_memory=not x.is_cuda``, ``non_blocking=...``, a printed value) is rewritten as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+
+#: Where the value only asks "is it on an accelerator?" and decides no code.
+_HARMLESS_KEYWORDS = frozenset({"pin_memory", "non_blocking"})
+_DISPLAY_CALLS = frozenset({"print", "repr", "str", "format", "debug", "info", "warning", "warn", "error",
+                            "log", "write"})
+_TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+#: Parents in which the rewritten comparison needs no parentheses.
+_LOOSE = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.Call, ast.keyword, ast.Assign, ast.AnnAssign,
+          ast.Return, ast.comprehension, ast.List, ast.Tuple, ast.Set, ast.Expr, ast.Dict, ast.Lambda)
+#: Name parts of callees that are CUDA-only code (compiled extensions, kernels).
+_CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kernel*", "*Kernel*", "cupy", "triton",
+                    "*nccl*", "*cudnn*", "*cublas*", "numba")
+_EXTENSION_LOADERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
+
+
+def _dotted(node) -> list[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return list(reversed(parts))
+    return []
+
+
+def _extension_names(ctx) -> set[str]:
+    """Names bound to ``torch.utils.cpp_extension.load(...)`` results (a compiled extension)."""
+    found = ctx.__dict__.get("_nrn208_ext")
+    if found is None:
+        found = set()
+        for n in ast.walk(ctx.tree):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and ctx.qualname(n.value.func) in _EXTENSION_LOADERS:
+                found.update(t.id for t in n.targets if isinstance(t, ast.Name))
+        ctx.__dict__["_nrn208_ext"] = found
+    return found
+
+
+def _cuda_only_call(ctx, call: ast.Call) -> str:
+    """What makes ``call`` CUDA-only code (for the note), or ``""``."""
+    func = call.func
+    if isinstance(func, ast.Subscript):
+        return "a kernel launch `kernel[grid](...)`"
+    if isinstance(func, ast.Attribute) and func.attr == "data_ptr":
+        return "`.data_ptr()` (a raw device pointer for a kernel)"
+    written = _dotted(func)
+    if not written:
+        return ""
+    qual = (ctx.qualname(func) or "").split(".")
+    name = ".".join(written)
+    if written[0] in _extension_names(ctx):
+        return f"`{name}`, a compiled extension"
+    if qual[:2] == ["torch", "ops"] and len(qual) > 3 and qual[2] not in ("aten", "prims", "quantized"):
+        return f"`{name}`, a custom operator"
+    for parts in (written, qual):
+        if not parts or parts[0] == "torch" and (len(parts) < 2 or parts[1] in ("cuda", "_C", "backends")):
+            continue  # torch's own CUDA API is another rule's finding (see `region`)
+        for part in parts[:-1] if len(parts) > 1 else parts:
+            if any(fnmatch.fnmatchcase(part, p) for p in _CUDA_ONLY_PARTS):
+                return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
+        if len(parts) > 1 and any(fnmatch.fnmatchcase(parts[-1], p) for p in ("*cuda*", "*CUDA*", "*kernel*")):
+            return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
+    return ""
+
+
+def _cuda_api_sites(ctx, n) -> bool:
+    """torch's own CUDA API: names under ``torch.cuda``, ``.cuda()``, ``"cuda"``/``"nccl"`` strings."""
+    if isinstance(n, ast.Attribute):
+        if n.attr == "cuda" and ctx.qualname(n) is None:
+            return True
+        q = ctx.qualname(n)
+        return bool(q) and (q == "torch.cuda" or q.startswith("torch.cuda.")) and not isinstance(ctx.parent(n), ast.Attribute)
+    return isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0] in ("cuda", "nccl")
+
+
+def _block_after(ctx, stmt) -> list:
+    parent = ctx.parent(stmt)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list):
+            for i, s in enumerate(block):
+                if s is stmt:
+                    return block[i + 1:]
+    return []
+
+
+def _decided(ctx, expr, depth: int = 0) -> tuple[list | None, str]:
+    """The code that now runs for ``neuron`` tensors where it did not before, or (None, why not).
+
+    ``polarity``: True while the value read is the test itself, False under ``not``, None when it
+    went through a comparison (either branch may be the one taken).
+    """
+    polarity: bool | None = True
+    child, parent = expr, ctx.parent(expr)
+    region: list = []
+    while parent is not None:
+        if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+            polarity = None if polarity is None else not polarity
+        elif isinstance(parent, ast.BoolOp):
+            region += [v for v in parent.values if v is not child]
+        elif isinstance(parent, ast.Compare):
+            polarity = None
+        elif isinstance(parent, (ast.If, ast.While)) and parent.test is child:
+            rest = list(parent.orelse)
+            if parent.body and isinstance(parent.body[-1], _TERMINATORS):
+                rest += _block_after(ctx, parent)
+            if polarity is True:
+                return region + list(parent.body), ""
+            if polarity is False:
+                return region + rest, ""
+            return region + list(parent.body) + rest, ""
+        elif isinstance(parent, ast.IfExp) and parent.test is child:
+            pick = {True: [parent.body], False: [parent.orelse], None: [parent.body, parent.orelse]}[polarity]
+            return region + pick, ""
+        elif isinstance(parent, ast.Assert) and parent.test is child:
+            return region + ([] if polarity is False else _block_after(ctx, parent)), ""
+        elif isinstance(parent, ast.keyword):
+            if parent.arg in _HARMLESS_KEYWORDS:
+                return region, ""
+            return None, f"its value is passed as `{parent.arg}=`; neuron-lint cannot see what it decides there"
+        elif isinstance(parent, ast.FormattedValue):
+            return None, "it is inside an f-string"
+        elif isinstance(parent, ast.Call) and child is not parent.func:
+            name = (_dotted(parent.func) or [""])[-1]
+            if name in _DISPLAY_CALLS:
+                return region, ""
+            return None, "its value is passed to a call; neuron-lint cannot see what it decides there"
+        elif isinstance(parent, ast.Assign) and parent.value is child:
+            if depth or len(parent.targets) != 1 or not isinstance(parent.targets[0], ast.Name):
+                return None, "its value is stored where neuron-lint cannot follow it"
+            return _variable(ctx, parent, parent.targets[0].id, region)
+        elif isinstance(parent, ast.Return):
+            return None, "its value is returned, so the callers decide what it guards; rewrite them together"
+        elif isinstance(parent, ast.stmt):
+            return None, "neuron-lint cannot see what its value decides"
+        elif not isinstance(parent, (ast.expr,)):
+            return None, "neuron-lint cannot see what its value decides"
+        else:
+            return None, "neuron-lint cannot see what its value decides"
+        child, parent = parent, ctx.parent(parent)
+    return None, "neuron-lint cannot see what its value decides"
+
+
+def _variable(ctx, assign, name: str, region: list) -> tuple[list | None, str]:
+    """``on_gpu = x.is_cuda``: what every later use of ``on_gpu`` decides."""
+    scope = ctx.enclosing_function(assign) or ctx.tree
+    stores = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    if len(stores) != 1 or (scope is ctx.tree and ctx.bound.get(name, 0) != 1):
+        return None, f"`{name}` is bound more than once; neuron-lint cannot see what it decides"
+    for use in ast.walk(scope):
+        if isinstance(use, ast.Name) and use.id == name and isinstance(use.ctx, ast.Load):
+            more, why = _decided(ctx, use, depth=1)
+            if more is None:
+                return None, f"`{name}` is used where neuron-lint cannot see what it decides (line {use.lineno})"
+            region += more
+    return region, ""
+
+
+class IsCuda:
+    name = "is_cuda"
+
+    def plan(self, ctx, hit):
+        node = hit.node
+        if not isinstance(node, ast.Attribute) or node.attr != "is_cuda" or not isinstance(node.ctx, ast.Load):
+            return None
+        parent = ctx.parent(node)
+        negated = isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+        expr = parent if negated else node
+        region, why = _decided(ctx, node)
+        if region is None:
+            ctx.note(hit, f"not rewritten: {why}")
+            return None
+        sites = []
+        for top in region:
+            for n in ast.walk(top):
+                if isinstance(n, ast.Call):
+                    what = _cuda_only_call(ctx, n)
+                    if what:
+                        ctx.note(hit, (
+                            f"not rewritten: the code this test lets run calls {what} on line {n.lineno}; on Trainium "
+                            "a `neuron` tensor would reach it. `is_cuda` is the right question there: keep it (the "
+                            "CUDA path keeps working, and other devices keep taking the other path)"))
+                        return None
+                if _cuda_api_sites(ctx, n):
+                    sites.append(list(ctx.span(n)))
+        outer = ctx.parent(expr)
+        loose = isinstance(outer, _LOOSE) and not (isinstance(outer, ast.Call) and outer.func is expr)
+        data = {"negated": negated, "parens": not loose}
+        if sites:
+            data["region"] = sites
+        kind = "UnaryOperation" if negated else "Attribute"
+        test = '`x.device.type in ("cpu", "meta")`' if negated else '`x.device.type not in ("cpu", "meta")`'
+        return ctx.propose(hit, expr, kind, f"Ask whether the tensor is on an accelerator: {test}", data)
+
+    def rewrite(self, rx, original, updated, data):
+        import libcst as cst
+
+        from ..rewrite import Decline
+
+        attr = updated.expression if data.get("negated") else updated
+        if not (isinstance(attr, cst.Attribute) and attr.attr.value == "is_cuda"):
+            raise Decline("the expression is no longer `x.is_cuda`")
+        op = "in" if data.get("negated") else "not in"
+        new = rx.expression(f'{{x}}.device.type {op} ("cpu", "meta")', x=attr.value)
+        if updated.lpar:  # `(x.is_cuda)`: keep the parentheses written
+            new = new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        elif data.get("parens"):
+            new = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return new
+
+
+FIXER = IsCuda()
