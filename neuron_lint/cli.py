@@ -95,7 +95,7 @@ def check(
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and write nothing (exit 1 if there is something to change)."),
     unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply (or count as fixable) unsafe fixes."),
     device: Optional[str] = typer.Option(None, "--device", help="How fixes write the device: accelerator (default, torch.accelerator) or neuron."),
-    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default 2.6); newer APIs stay suggestions."),
+    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default: the oldest torch the project declares, at least 2.6); newer APIs stay suggestions."),
 ) -> None:
     """Check Python files for code that breaks or behaves differently on Trainium."""
     with user_facing_errors(verbose):
@@ -104,20 +104,23 @@ def check(
         from .render import RenderOptions, get_renderer
 
         try:
-            settings = from_command_line(
+            resolved = from_command_line(
                 paths or ["."], config=config, isolated=isolated, select=select, extend_select=extend_select,
                 ignore=ignore, per_file_ignores=per_file_ignores, output_format=output_format, exclude=exclude,
                 extend_exclude=extend_exclude, respect_gitignore=respect_gitignore, force_exclude=force_exclude,
                 device=device, min_torch=min_torch, unsafe_fixes=unsafe_fixes,
-            ).settings
+            )
         except ConfigError as exc:
             raise fail(str(exc))
+        settings = resolved.settings
         renderer = get_renderer(settings.output_format)
         if settings.output_format in EDIT_FORMATS:  # they spell out each fix's text edits
             settings = dataclasses.replace(settings, fix_edits=True)
         fixed_code = 0
         if fix or diff:
             from .fix_command import run_fix
+
+            warn_old_torch(resolved, quiet)
 
             fixed_code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet, jobs=jobs or None)
             if diff:
@@ -147,7 +150,7 @@ def fix_cmd(
     diff: bool = typer.Option(False, "--diff", help="Print a unified diff and write nothing (exit 1 if there is something to change, else 0)."),
     unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes (they can change behaviour; review the diff)."),
     device: Optional[str] = typer.Option(None, "--device", help="accelerator (default): vendor-neutral torch.accelerator code that still runs on GPUs; neuron: plain \"neuron\"."),
-    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default 2.6); APIs newer than that stay suggestions."),
+    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default: the oldest torch the project declares, at least 2.6); APIs newer than that stay suggestions."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Only fix these rule codes or prefixes (comma-separated)."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix these codes or prefixes."),
@@ -174,17 +177,30 @@ def fix_cmd(
         from .fix_command import run_fix
 
         try:
-            settings = from_command_line(
+            resolved = from_command_line(
                 paths or ["."], config=config, isolated=isolated, select=select, extend_select=extend_select,
                 ignore=ignore, device=device, min_torch=min_torch, unsafe_fixes=unsafe_fixes,
                 per_file_ignores=per_file_ignores, exclude=exclude, extend_exclude=extend_exclude,
                 respect_gitignore=respect_gitignore, force_exclude=force_exclude,
-            ).settings
+            )
         except ConfigError as exc:
             raise fail(str(exc))
+        settings = resolved.settings
+        warn_old_torch(resolved, quiet)
         code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet, jobs=jobs or None)
         sys.stdout.flush()
     raise typer.Exit(code)
+
+
+def warn_old_torch(resolved, quiet: bool) -> None:
+    """The project supports a torch older than the fixes can target: say so before fixing."""
+    if resolved.torch_below_floor and not quiet:
+        typer.echo(
+            f"neuron-lint: warning: the project declares torch {resolved.torch_below_floor} ({resolved.min_torch_from}), "
+            f"but the fixes write torch.accelerator, which needs PyTorch {resolved.settings.min_torch}; "
+            "raise the project's torch requirement, or pass --min-torch to confirm",
+            err=True,
+        )
 
 
 def _add_noqa(paths: list[str], settings, quiet: bool, verbose: bool) -> None:

@@ -106,10 +106,18 @@ KEYS: dict[str, tuple[str, Any]] = {
 }
 
 
+#: The oldest PyTorch a fix may target: ``torch.accelerator``, which every device rewrite uses, is new in 2.6.
+FIX_TORCH_FLOOR = (2, 6)
+
+
 @dataclass(frozen=True)
 class Resolved:
     settings: Settings
     config_file: Path | None  # the file the settings came from, if any
+    # Where the default min-torch came from ("pyproject.toml: torch>=2.9"), when a manifest set it.
+    min_torch_from: str = ""
+    # The oldest torch the project declares, when that is older than the fixes can target (below 2.6).
+    torch_below_floor: str = ""
 
 
 def _shown(path: Path) -> str:
@@ -215,19 +223,61 @@ def _has_section(pyproject: Path) -> bool:
     return section is not None
 
 
-def find_config(paths: Iterable[str | Path] = (".",)) -> Path | None:
-    """The nearest ``neuron-lint.toml`` or ``pyproject.toml`` with a neuron-lint section.
-
-    The search starts at the deepest folder containing every checked path and walks up.
-    """
+def _start(paths: Iterable[str | Path]) -> Path:
+    """The deepest folder containing every checked path."""
     starts = []
     for p in paths or (".",):
         a = Path(os.path.abspath(p))
         starts.append(str(a if a.is_dir() else a.parent))
     try:
-        start = Path(os.path.commonpath(starts)) if starts else Path.cwd()
+        return Path(os.path.commonpath(starts)) if starts else Path.cwd()
     except ValueError:  # paths on different drives
-        start = Path.cwd()
+        return Path.cwd()
+
+
+def project_root(start: Path) -> Path | None:
+    """The nearest folder, from ``start`` up, that holds a dependency manifest.
+
+    The walk stops at the repository root (a folder with ``.git``): a checkout's own manifests
+    decide, never those of a folder above it.
+    """
+    from .manifests import manifest_files
+
+    for directory in (start, *start.parents):
+        if manifest_files(directory):
+            return directory
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def project_min_torch(start: Path) -> tuple[str, str, str]:
+    """The default ``min-torch`` for the project around ``start``: (version, where, declared-if-below-2.6).
+
+    The oldest torch the project's manifests declare (see :func:`neuron_lint.manifests.declared_torch`),
+    but never below 2.6: every device rewrite writes ``torch.accelerator``, so a lower value would not
+    make the fixes safe for older releases, it would only withhold some of them. When the project
+    declares less, the third value says so (the CLI warns). ("", "", "") when nothing bounds torch.
+    """
+    from .manifests import declared_torch
+
+    root = project_root(start)
+    found = declared_torch(root) if root is not None else None
+    if found is None:
+        return "", "", ""
+    bound, where = found
+    shown = ".".join(str(p) for p in bound)
+    if bound < FIX_TORCH_FLOOR:
+        return ".".join(str(p) for p in FIX_TORCH_FLOOR), where, shown
+    return shown, where, ""
+
+
+def find_config(paths: Iterable[str | Path] = (".",)) -> Path | None:
+    """The nearest ``neuron-lint.toml`` or ``pyproject.toml`` with a neuron-lint section.
+
+    The search starts at the deepest folder containing every checked path and walks up.
+    """
+    start = _start(paths)
     for directory in (start, *start.parents):
         own = directory / OWN_FILE
         if own.is_file():
@@ -253,6 +303,10 @@ def resolve(
     ``select`` starts the rule selection afresh (the file's select/extend-select/ignore are dropped);
     otherwise command-line ``extend_select`` and ``ignore`` add to the file's. Command-line
     ``per_file_ignores`` and ``extend_exclude`` add to the file's; other values replace them.
+
+    When neither sets ``min_torch``, it is the oldest torch the project's manifests declare
+    (:func:`project_min_torch`, from the configuration file's folder, else from the checked paths),
+    and 2.6 when they declare none; ``isolated`` skips that too.
     """
     unknown = set(cli) - _FIELDS
     if unknown:
@@ -277,7 +331,13 @@ def resolve(
         if key in given:
             values[key] = tuple(values.get(key, ())) + tuple(given.pop(key))
     values.update(given)
-    return Resolved(Settings(**values), config_file)
+    origin = below = ""
+    if "min_torch" not in values and not isolated:  # neither the command line nor the file set it
+        start = config_file.resolve().parent if config_file else _start(list(paths))
+        version, origin, below = project_min_torch(start)
+        if version:
+            values["min_torch"] = version
+    return Resolved(Settings(**values), config_file, origin, below)
 
 
 def split_codes(values: Iterable[str] | None, option: str) -> tuple[str, ...] | None:

@@ -178,7 +178,7 @@ def test_respect_gitignore_false_checks_ignored_files(cli, project):
     ("device = \"cuda\"", "device", "must be one of"),
     ("min-torch = 2.6", "min-torch", "quoted version"),
     ("per-file-ignores = [\"tests\"]", "per-file-ignores", "table"),
-    ("per-file-ignores = { \"tests/*\" = [\"NRN7\"] }", "per-file-ignores", "unknown rule code"),
+    ("per-file-ignores = { \"tests/*\" = [\"NRN0\"] }", "per-file-ignores", "unknown rule code"),
 ])
 def test_bad_config_is_a_clear_error_naming_file_and_key(cli, project, body, key, words):
     write(project / "pyproject.toml", "[tool.neuron-lint]\n" + body + "\n")
