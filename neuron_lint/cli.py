@@ -95,7 +95,7 @@ def check(
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and write nothing (exit 1 if there is something to change)."),
     unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply (or count as fixable) unsafe fixes."),
     device: Optional[str] = typer.Option(None, "--device", help="How fixes write the device: accelerator (default, torch.accelerator) or neuron."),
-    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default: the oldest torch the project declares, at least 2.6); newer APIs stay suggestions."),
+    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default: the oldest torch the project declares, at least 2.6; 2.13, TorchNeuron's, if it declares none); newer APIs stay suggestions."),
 ) -> None:
     """Check Python files for code that breaks or behaves differently on Trainium."""
     with user_facing_errors(verbose):
@@ -150,7 +150,7 @@ def fix_cmd(
     diff: bool = typer.Option(False, "--diff", help="Print a unified diff and write nothing (exit 1 if there is something to change, else 0)."),
     unsafe_fixes: Optional[bool] = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes (they can change behaviour; review the diff)."),
     device: Optional[str] = typer.Option(None, "--device", help="accelerator (default): vendor-neutral torch.accelerator code that still runs on GPUs; neuron: plain \"neuron\"."),
-    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default: the oldest torch the project declares, at least 2.6); APIs newer than that stay suggestions."),
+    min_torch: Optional[str] = typer.Option(None, "--min-torch", help="Oldest PyTorch the fixed code must run on (default: the oldest torch the project declares, at least 2.6; 2.13, TorchNeuron's, if it declares none); APIs newer than that stay suggestions."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Only fix these rule codes or prefixes (comma-separated)."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Add these codes or prefixes to the selection."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix these codes or prefixes."),

@@ -108,6 +108,9 @@ KEYS: dict[str, tuple[str, Any]] = {
 
 #: The oldest PyTorch a fix may target: ``torch.accelerator``, which every device rewrite uses, is new in 2.6.
 FIX_TORCH_FLOOR = (2, 6)
+#: The PyTorch TorchNeuron needs: the default for a project that declares no lower bound for torch
+#: (code being ported to Trainium runs on it there; pass --min-torch to keep older CUDA installs working).
+TORCHNEURON_TORCH = "2.13"
 
 
 @dataclass(frozen=True)
@@ -257,14 +260,15 @@ def project_min_torch(start: Path) -> tuple[str, str, str]:
     The oldest torch the project's manifests declare (see :func:`neuron_lint.manifests.declared_torch`),
     but never below 2.6: every device rewrite writes ``torch.accelerator``, so a lower value would not
     make the fixes safe for older releases, it would only withhold some of them. When the project
-    declares less, the third value says so (the CLI warns). ("", "", "") when nothing bounds torch.
+    declares less, the third value says so (the CLI warns). When nothing bounds torch, the PyTorch
+    TorchNeuron needs (2.13), with no origin.
     """
     from .manifests import declared_torch
 
     root = project_root(start)
     found = declared_torch(root) if root is not None else None
     if found is None:
-        return "", "", ""
+        return TORCHNEURON_TORCH, "", ""
     bound, where = found
     shown = ".".join(str(p) for p in bound)
     if bound < FIX_TORCH_FLOOR:
@@ -306,7 +310,7 @@ def resolve(
 
     When neither sets ``min_torch``, it is the oldest torch the project's manifests declare
     (:func:`project_min_torch`, from the configuration file's folder, else from the checked paths),
-    and 2.6 when they declare none; ``isolated`` skips that too.
+    and 2.13 (TorchNeuron's PyTorch) when they declare none; ``isolated`` skips that too.
     """
     unknown = set(cli) - _FIELDS
     if unknown:

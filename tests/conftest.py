@@ -30,3 +30,17 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, input:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+#: Test modules whose tests start subprocesses, tools or a browser throughout.
+SLOW_MODULES = {"test_wheel", "test_precommit", "test_report_html", "test_startup", "test_fix_project", "test_xla_example"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark as `slow` every test that runs neuron-lint in a subprocess (the `cli` fixture) or lives in
+    a module of such tests, so `python -m pytest -m "not slow"` is a quick loop; the default run keeps them."""
+    slow = pytest.mark.slow
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        if "cli" in getattr(item, "fixturenames", ()) or module in SLOW_MODULES:
+            item.add_marker(slow)

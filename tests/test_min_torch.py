@@ -1,4 +1,4 @@
-"""`--min-torch` defaults to the oldest torch the project declares (at least 2.6).
+"""`--min-torch` defaults to the oldest torch the project declares (at least 2.6; 2.13 when it declares none).
 
 Resolved once per run, at the configuration stage: from the configuration file's folder, else
 from the checked paths, up to the nearest folder with a dependency manifest (never above the
@@ -43,17 +43,18 @@ def test_a_project_requiring_torch_2_9_gets_the_memory_rewrite(tmp_path, cli):
     assert "warning" not in r.stderr
 
 
-def test_a_project_declaring_nothing_keeps_2_6(tmp_path, cli):
+def test_a_project_declaring_no_bound_gets_the_torch_torchneuron_needs(tmp_path, cli):
     script = project(tmp_path, {"pyproject.toml": '[project]\nname = "p"\ndependencies = ["torch"]\n'})
-    assert resolve([str(script)]).settings.min_torch == "2.6"
+    assert resolve([str(script)]).settings.min_torch == "2.13"
     r = cli("fix", str(tmp_path), cwd=tmp_path)
-    assert r.returncode == 1  # the finding stays, with a note
-    assert script.read_text() == MEMORY
+    assert "torch.accelerator.empty_cache()" in script.read_text()
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / ".git").mkdir()  # the repository root: the walk stops here
     (bare / "m.py").write_text(MEMORY)
-    assert resolve([str(bare / "m.py")]).settings.min_torch == "2.6"
+    assert resolve([str(bare / "m.py")]).settings.min_torch == "2.13"
+    r = cli("fix", "--min-torch", "2.6", str(bare), cwd=bare)  # older CUDA installs: say so
+    assert r.returncode == 1 and (bare / "m.py").read_text() == MEMORY
 
 
 def test_an_explicit_min_torch_wins(tmp_path, cli):
@@ -108,7 +109,7 @@ def test_the_project_root_is_the_nearest_folder_with_a_manifest(tmp_path):
     (inner / "requirements.txt").write_text("torch>=2.10\n")
     assert project_min_torch(inner)[0] == "2.10"  # the nearer project decides
     (tmp_path / "pyproject.toml").write_text("not = [valid toml")
-    assert project_min_torch(tmp_path) == ("", "", "")  # a broken manifest declares nothing (check reports it)
+    assert project_min_torch(tmp_path) == ("2.13", "", "")  # a broken manifest declares nothing (check reports it)
 
 
 def test_the_configuration_files_folder_is_the_project(tmp_path):

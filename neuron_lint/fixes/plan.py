@@ -69,6 +69,20 @@ def leading_block_end(tree: ast.Module) -> int:
     return end
 
 
+def _module_level(body):
+    """Every statement that runs at module level (into if/for/while/with/try blocks, not functions or classes)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                yield from _module_level(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _module_level(handler.body)
+
+
 def bound_names(tree: ast.AST) -> dict[str, int]:
     """How many times each name is bound anywhere in the module (assignments, parameters, imports...)."""
     counts: dict[str, int] = {}
@@ -203,12 +217,18 @@ class PlanContext:
     @cached_property
     def device_variable(self) -> ast.Assign | None:
         """A module-level ``device = torch.device("cuda")`` (or the ``"cuda" if ... else "cpu"`` form,
-        or the idiom itself) bound once, which rewritten sites reuse."""
+        or the idiom itself), which rewritten sites reuse. The name may be bound again at module
+        level (``if __name__ == "__main__": DEVICE = ...``), but only to device definitions."""
         for stmt in self.tree.body:
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
                 continue
             name = stmt.targets[0].id
-            if self.bound.get(name, 0) == 1 and name in REUSABLE_NAMES and self._is_device_definition(stmt.value):
+            if name not in REUSABLE_NAMES or not self._is_device_definition(stmt.value):
+                continue
+            definitions = sum(1 for s in _module_level(self.tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+                              and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name
+                              and self._is_device_definition(s.value))
+            if self.bound.get(name, 0) == definitions:
                 return stmt
         return None
 
@@ -223,7 +243,8 @@ class PlanContext:
         if is_str(arg, "cuda"):
             return True
         if isinstance(arg, ast.IfExp) and is_str(arg.body, "cuda") and is_str(arg.orelse, "cpu"):
-            return self.qualname(getattr(arg.test, "func", None)) == "torch.cuda.is_available"
+            tests = arg.test.values if isinstance(arg.test, ast.BoolOp) and isinstance(arg.test.op, ast.And) else [arg.test]
+            return any(self.qualname(getattr(t, "func", None)) == "torch.cuda.is_available" for t in tests)
         return False
 
     def in_device_definition(self, node: ast.AST) -> bool:
