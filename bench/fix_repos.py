@@ -8,7 +8,7 @@ For each repository the script makes two copies in a temporary directory (one fo
 ``neuron-lint fix``, one for ``neuron-lint fix --unsafe-fixes``); the original is never written.
 It measures:
 
-* findings before and after: ``neuron-lint check --no-cache --isolated --output-format json
+* findings before and after: ``neuron-lint check --no-cache --output-format json
   --exit-zero [--select S] .`` (cwd = the copy), counted per code; fixed % is
   (before - after) / before, so findings a fix introduces count against it;
 * for every ``.py`` file, before and after: whether it compiles (``compile()`` in this
@@ -114,8 +114,8 @@ class NeuronLint:
 
     def dropped(self) -> dict[str, list[str]]:
         wanted = {
-            "check": ["--no-cache", "--isolated", "--exit-zero"],
-            "fix": ["--no-cache", "--isolated", "--unsafe-fixes", "--diff"],
+            "check": ["--no-cache", "--exit-zero"],
+            "fix": ["--no-cache", "--unsafe-fixes", "--diff"],
         }
         return {
             sub: [o for o in opts if o not in self.supported[sub]] for sub, opts in wanted.items()
@@ -128,12 +128,12 @@ class NeuronLint:
         return cmd + ["."]
 
     def check(self, cwd: Path) -> dict:
-        cmd = self._cmd("check", "--no-cache", "--isolated", "--exit-zero")
+        cmd = self._cmd("check", "--no-cache", "--exit-zero")
         cmd[-1:-1] = ["--output-format", "json"]
         return run(cmd, cwd, self.timeout)
 
     def fix(self, cwd: Path, unsafe: bool, diff: bool = False) -> dict:
-        flags = ["--no-cache", "--isolated"] + ["--unsafe-fixes"] * unsafe + ["--diff"] * diff
+        flags = ["--no-cache"] + ["--unsafe-fixes"] * unsafe + ["--diff"] * diff
         return run(self._cmd("fix", *flags), cwd, self.timeout)
 
 
