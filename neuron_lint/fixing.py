@@ -95,17 +95,16 @@ def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str,
                 new, used = candidate, kept
             else:
                 result.rejected.append(f)
-    before = _long_lines(current, limit)
-    if used and not before and _long_lines(new, limit):
-        # A file within the project's line length stays within it (ruff E501): such a rewrite is left
-        # to a person. (A file already past it is not held to it.)
-        too_long = [f for f in used if _long_lines(_apply(current, [f], settings, newline)[0], limit)]
+    if used and not _long_lines(current, limit) and _long_lines(new, limit):
+        # A file within the project's line length stays within it (ruff E501): keep the fixes that
+        # fit together, leave the others to a person. (A file already past it is not held to it.)
+        from .fixes.rewrite import rewrite_greedily
+
+        done = rewrite_greedily(current, used, settings, lambda t: not _long_lines(t, limit) and _parses(t, path))
+        too_long = [f for f in used if f not in done.applied]
         result.rejected.extend(too_long)
         result.too_long.extend(too_long)
-        keep = [f for f in wanted if f not in too_long]
-        new, used = _apply(current, keep, settings, newline) if keep else (current, [])
-        if not _parses(new, path) or _long_lines(new, limit) > before:
-            new, used = current, []
+        new, used = done.text, list(done.applied)
     return new, used
 
 

@@ -247,6 +247,14 @@ class PlanContext:
             return any(self.qualname(getattr(t, "func", None)) == "torch.cuda.is_available" for t in tests)
         return False
 
+    @cached_property
+    def has_device_helper(self) -> bool:
+        """Does the module define the device helper a previous fix added (a module-level
+        ``def _current_device():`` without parameters, bound nowhere else)?"""
+        return self.bound.get(DEVICE_HELPER, 0) == 1 and any(
+            isinstance(s, ast.FunctionDef) and s.name == DEVICE_HELPER and not s.args.args and not s.args.posonlyargs
+            for s in self.tree.body)
+
     def in_device_definition(self, node: ast.AST) -> bool:
         stmt = self.device_variable
         return stmt is not None and any(p is stmt for p in self.ancestors(node))
@@ -275,7 +283,7 @@ class PlanContext:
         if module_level:
             return {}, ("a library module would probe the device when it is imported; "
                         "pass the device in, or choose it inside a function")
-        if self.bound.get(DEVICE_HELPER, 0):
+        if self.bound.get(DEVICE_HELPER, 0) and not self.has_device_helper:
             return {}, f"the module already uses the name {DEVICE_HELPER} for something else"
         return {"device": "library"}, ""
 

@@ -223,6 +223,27 @@ def rewrite(text: str, findings: list[Finding], settings: Settings) -> Rewritten
     return Rewritten(new, [findings[i] for i in apply.applied], apply.declined)
 
 
+def rewrite_greedily(text: str, findings: list[Finding], settings: Settings, accept) -> Rewritten:
+    """The largest prefix-greedy set of ``findings`` whose joint rewrite ``accept(new_text)`` allows.
+
+    Fixes are tried one at a time in file order, each together with those already kept; the module
+    is parsed once. Used when every fix is fine alone but some together are not (a line grown past
+    the project's line length by two rewrites).
+    """
+    findings = [f for f in findings if f.fix is not None and f.fix.fixer and f.fix.target]
+    module = parse(text)
+    if module is None or not findings:
+        return Rewritten(text)
+    kept: list[Finding] = []
+    best = text
+    for f in sorted(findings, key=lambda f: f.fix.target[:4]):
+        new, apply = _transform(module, kept + [f], settings)
+        if len(apply.applied) == len(kept) + 1 and accept(new):
+            kept.append(f)
+            best = new
+    return Rewritten(best, kept)
+
+
 def with_edits(text: str, findings: list[Finding], settings: Settings) -> list[Finding]:
     """The findings, each planned fix given the minimal edits it makes on its own.
 
