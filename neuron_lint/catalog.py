@@ -26,6 +26,7 @@ FAMILIES: dict[str, str] = {
     "4": "compile",
     "5": "cpu-fallback",
     "6": "cuda-only-package",
+    "7": "legacy-xla",
     "9": "meta",
 }
 
@@ -36,6 +37,7 @@ FAMILY_TITLES: dict[str, str] = {
     "compile": "NRN4xx  torch.compile and shape hazards",
     "cpu-fallback": "NRN5xx  Ops that fall back to the CPU",
     "cuda-only-package": "NRN6xx  CUDA-only kernels and packages",
+    "legacy-xla": "NRN7xx  The legacy PyTorch/XLA path (torch_xla, NxD, optimum-neuron) and its native replacements",
     "meta": "NRN9xx  neuron-lint's own checks",
 }
 

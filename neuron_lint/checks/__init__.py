@@ -5,3 +5,4 @@ Each module registers its matchers in :data:`neuron_lint.matchers.MATCHERS` when
 """
 
 from . import device_comparison  # noqa: E402,F401  (registers its matcher)
+from . import xla  # noqa: E402,F401  (registers the legacy-XLA matchers)

@@ -6,6 +6,7 @@ import html
 import re
 from typing import TextIO
 
+from .legacy import summary_lines
 from .text import FIX_WORDS, LEVEL_WORDS, file_rules, pct, rules_text
 
 VERDICT_MARK = {"ready": "✅", "fixable": "🔧", "needs-work": "🟡", "blocked": "⛔"}
@@ -73,6 +74,16 @@ def render(report: dict, out: TextIO) -> None:
                 w("\n" + "\n".join("  " + l for l in _fence(lines).splitlines()) + "\n\n")
         if len(report["blockers"]) > MAX_BLOCKERS:
             w(f"\n…and {len(report['blockers']) - MAX_BLOCKERS} more (`neuron-lint report --format json`).\n")
+    legacy = report.get("legacy_xla") or {}
+    if legacy.get("findings"):
+        w("\n### Legacy PyTorch/XLA path\n\n" + "  \n".join(md(t) for t in summary_lines(legacy)) + "\n\n")
+        w("| rule | uses | `fix` | `--unsafe-fixes` | a person |\n|---|---:|---:|---:|---:|\n")
+        for r in legacy["rules"]:
+            w(f"| {r['code']} {md(r['name'])} | {r['findings']} | {r['safe_fixable']} | {r['unsafe_fixable']} | {r['manual']} |\n")
+        if legacy["needs_a_person"]:
+            w("\nWhat needs a person:\n\n")
+            for r in legacy["needs_a_person"]:
+                w(f"- **{r['code']}** {md(r['name'])} ×{r['findings']}: {md(r['suggestion'])}\n")
     w(f"\n### Files that need most work (top {len(report['files'])} of {report['files_total']})\n\n"
       "| file | findings | blockers | points | rules |\n|---|---:|---:|---:|---|\n")
     for f in report["files"]:

@@ -15,6 +15,7 @@ from typing import Iterable
 from .. import __version__
 from ..catalog import FAMILIES, FAMILY_TITLES, Catalog, load_catalog
 from ..model import CheckResult, Finding
+from .legacy import legacy_section
 
 #: Effort level -> points, so that levels can be summed. Documented in README.
 EFFORT_POINTS = {"auto": 0, "low": 1, "medium": 3, "high": 8}
@@ -222,4 +223,5 @@ def build_report(
         "blockers": blockers,
         "files": file_rows[:top_files],
         "files_total": len(file_rows),
+        "legacy_xla": legacy_section(findings, result.files_checked, catalog, fixability),
     }

@@ -73,5 +73,17 @@ SCHEMA = {
                 "type": "object", "required": ["line", "text"]}}}}},
         "files": {"type": "array", "items": _with({"path": {"type": "string"}}, ["path"])},
         "files_total": _COUNT,
+        "legacy_xla": {
+            "type": "object",
+            "required": ["files", "files_checked", "lines", "findings", "safe_fixable", "unsafe_fixable", "manual",
+                         "mixed_workload_files", "rules", "needs_a_person"],
+            "properties": {
+                "files": _COUNT, "files_checked": _COUNT, "lines": _COUNT, "findings": _COUNT, "safe_fixable": _COUNT,
+                "unsafe_fixable": _COUNT, "manual": _COUNT, "mixed_workload_files": _COUNT, "imports_pending": _COUNT,
+                "rules": {"type": "array", "items": {"type": "object", "required": [
+                    "code", "name", "findings", "safe_fixable", "unsafe_fixable", "manual"]}},
+                "needs_a_person": {"type": "array", "items": {"type": "object", "required": ["code", "findings", "suggestion"]}},
+            },
+        },
     },
 }

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .legacy import summary_lines
 from .text import FIX_WORDS, LEVEL_WORDS, file_rules, pct, rules_text
 
 VERDICT_STYLE = {"ready": "bold green", "fixable": "bold cyan", "needs-work": "bold yellow", "blocked": "bold red"}
@@ -85,6 +86,19 @@ def render(report: dict, out: TextIO) -> None:
             c.print(Text(f"      = help: {b['suggestion']}", style="cyan"))
         if len(report["blockers"]) > MAX_BLOCKERS:
             c.print(Text(f"  ... and {len(report['blockers']) - MAX_BLOCKERS} more (see --format html or json)", style="dim"))
+        c.print()
+
+    legacy = report.get("legacy_xla") or {}
+    if legacy.get("findings"):
+        c.print(Text("Legacy PyTorch/XLA path", style="bold"))
+        for line in summary_lines(legacy):
+            c.print("  " + line)
+        lx = Table(show_edge=False)
+        for col, just in (("rule", "left"), ("uses", "right"), ("fix", "right"), ("--unsafe-fixes", "right"), ("a person", "right")):
+            lx.add_column(col, justify=just)  # type: ignore[arg-type]
+        for r in legacy["rules"]:
+            lx.add_row(f"{r['code']} {r['name']}", str(r["findings"]), str(r["safe_fixable"]), str(r["unsafe_fixable"]), str(r["manual"]))
+        c.print(lx)
         c.print()
 
     files = Table(title=f"Files that need most work (top {len(report['files'])} of {report['files_total']})",
