@@ -30,7 +30,7 @@ from .errors import ParseError
 from .model import Edit, FileError, Finding
 from .fixes.edits import apply_edits
 from .project_style import DEFAULT_LINE_LENGTH, line_length_of
-from .positions import split_lines
+from .positions import LineIndex, split_lines
 from .settings import Settings
 from .source import SourceError, decode, encode, read_source_bytes
 
@@ -108,6 +108,16 @@ def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str,
     return new, used
 
 
+def _identity(f: Finding, lines: LineIndex) -> tuple:
+    """A fix as it stays from pass to pass: its rule, fixer, message and the text it rewrites."""
+    target = f.fix.target
+    if len(target) >= 4:
+        covered = lines.text[lines.offset(target[0], target[1]):lines.offset(target[2], target[3])]
+    else:
+        covered = f"{f.line}:{f.col}"
+    return (f.code, f.fix.fixer, f.fix.message, covered)
+
+
 def fix_text(
     text: str,
     path: str = "<string>",
@@ -126,11 +136,15 @@ def fix_text(
     result = TextFix(text)
     current = text
     findings = analyze_source(current, path, settings, catalog)[0]
+    refused: set[tuple] = set()  # fixes rejected in an earlier pass, by what they rewrite (positions move)
     while result.passes < MAX_PASSES:
-        wanted = [f for f in findings if applicable(f, settings) and f not in result.rejected]
+        lines = LineIndex(current)
+        wanted = [f for f in findings if applicable(f, settings) and _identity(f, lines) not in refused]
         if not wanted:
             break
+        before = len(result.rejected)
         new, used = _pass(current, wanted, settings, newline, path, line_length, result)
+        refused.update(_identity(f, lines) for f in result.rejected[before:])
         result.passes += 1
         if new == current:
             break
