@@ -243,6 +243,11 @@ def why_float64_stays(ctx, hit, node) -> str:
         return "this code calls gradcheck, which needs float64 (its finite differences are too coarse in float32)"
     if _in_dtype_list(ctx, node):
         return "the dtype is listed with other dtypes (compared or iterated over); float32 would be listed twice"
+    if not _module_moves_tensors(ctx):
+        # All or nothing: rewriting only some float64 of a host-only module mixes dtypes
+        # (`m.double()` -> `m.float()` fed a float64 input raises).
+        return ("this module never moves tensors to a device: its float64 stays on the CPU, where "
+                "float64 is exact (rewriting some of it would mix dtypes)")
     call = _value_call(ctx, node)
     if call is not None:
         host = _host_result(ctx, call)
