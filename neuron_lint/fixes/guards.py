@@ -49,6 +49,9 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
         elif isinstance(parent, (ast.If, ast.While)) and parent.test is child:
             if not negated:
                 return region + list(parent.body), ""
+            if not _only_stops(parent.body):
+                return None, ("the branch it takes without CUDA sets up the CPU path, which Trainium would then "
+                              "skip; decide by hand what Trainium needs there")
             rest = list(parent.orelse)
             if parent.body and isinstance(parent.body[-1], _TERMINATORS):
                 block = _block_of(ctx, parent) or []
@@ -78,6 +81,20 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
             return None, "neuron-lint cannot see what its value decides"
         child, parent = parent, ctx.parent(parent)
     return None, "neuron-lint cannot see what its value decides"
+
+
+def _only_stops(body) -> bool:
+    """A branch that only leaves (``return``, ``raise``, a skip or an exit call), with nothing to set up."""
+    for stmt in body:
+        if isinstance(stmt, (*_TERMINATORS, ast.Pass)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("skip", "skipTest", "exit", "warn", "warning", "print", "info"):
+                continue
+        return False
+    return True
 
 
 def _skip_name(call: ast.Call) -> bool:
@@ -111,7 +128,7 @@ def _cuda_sites(ctx, nodes) -> list:
                 q = ctx.qualname(n)
                 if q and (q.startswith("torch.cuda.") or q == "torch.cuda") and not isinstance(ctx.parent(n), ast.Attribute):
                     sites.append(n)
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0] in ("cuda", "nccl"):
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0].lower() in ("cuda", "nccl"):
                 sites.append(n)
     return sites
 
@@ -123,7 +140,18 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     nodes, why = _region_nodes(ctx, call, negated=negated)
     if nodes is None:
         return None, why
-    return [_site(ctx, s) for s in _cuda_sites(ctx, nodes)], ""
+    sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes)]
+    # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA extension...)
+    # must be fixed too. Marked by an empty text.
+    return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
+
+
+#: Findings of these families inside decided code block a guard unless they are fixed too.
+BLOCKING_FAMILIES = ("NRN1", "NRN2", "NRN6")
+
+
+def _inside(g, area) -> bool:
+    return (area[0], area[1]) <= (g.line, g.col) and (g.end_line, g.end_col) <= (area[2], area[3])
 
 
 def _overlap(a, b) -> bool:
@@ -143,6 +171,11 @@ def settle(findings: list) -> list:
             covering = [g for g in findings if g is not f and _overlap((g.line, g.col, g.end_line, g.end_col), site[:4])]
             if any(g.code in HARMLESS for g in covering):
                 continue
+            if len(site) > 4 and site[4] == "":  # an area: only the CUDA-specific findings inside it count
+                covering = [g for g in covering if g.code[:4] in BLOCKING_FAMILIES and _inside(g, site)]
+                if not covering:
+                    continue
+                site = [covering[0].line, covering[0].col, covering[0].end_line, covering[0].end_col, covering[0].code]
             ok = covering and all(g.fix is not None and (g.fix.applicability == "safe" or f.fix.applicability == "unsafe")
                                   for g in covering)
             if not ok:

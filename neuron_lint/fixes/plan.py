@@ -83,6 +83,15 @@ def _module_level(body):
             yield from _module_level(handler.body)
 
 
+def _binds_torch(stmt: ast.stmt) -> bool:
+    """A module-level statement that imports torch (``import torch``, or one under ``if``/``try``)."""
+    if isinstance(stmt, ast.Import):
+        return any(a.name == "torch" or a.name.startswith("torch.") and not a.asname for a in stmt.names)
+    if isinstance(stmt, (ast.If, ast.Try)):
+        return any(_binds_torch(s) for s in _module_level(stmt.body))
+    return False
+
+
 def bound_names(tree: ast.AST) -> dict[str, int]:
     """How many times each name is bound anywhere in the module (assignments, parameters, imports...)."""
     counts: dict[str, int] = {}
@@ -212,7 +221,18 @@ class PlanContext:
 
     @cached_property
     def leading_end(self) -> int:
-        return leading_block_end(self.tree)
+        """Where a module-level definition goes: after the import block, and after the import of torch."""
+        end = leading_block_end(self.tree)
+        for stmt in self.tree.body:
+            if _binds_torch(stmt):
+                end = max(end, stmt.end_lineno or stmt.lineno)
+        return end
+
+    @cached_property
+    def torch_only_conditionally(self) -> bool:
+        """Is torch imported only under ``if``/``try`` at module level (``if is_torch_available():``)?"""
+        top = [s for s in self.tree.body if _binds_torch(s)]
+        return bool(top) and not any(isinstance(s, ast.Import) for s in top)
 
     @cached_property
     def device_variable(self) -> ast.Assign | None:
@@ -274,7 +294,7 @@ class PlanContext:
             if module_level and node.lineno <= (stmt.end_lineno or stmt.lineno) and not self.in_device_definition(node):
                 return {}, f"the site runs before the module's device variable `{name}` is defined"
             return {"device": "var", "name": name}, ""
-        if self.is_script:
+        if self.is_script and not self.torch_only_conditionally:
             if self.bound.get(DEVICE_VAR, 0):
                 return {}, f"the module already uses the name {DEVICE_VAR} for something else"
             if module_level and node.lineno <= self.leading_end:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from libcst.helpers import parse_template_statement
 from libcst.metadata import FunctionScope
 
 from .plan import DEVICE_HELPER, DEVICE_VAR
@@ -153,6 +152,9 @@ class DeviceDefinitions:
             return tree
         body = list(tree.body)
         at = _leading_block_length(body)
+        for i, stmt in enumerate(body):  # never above the import of torch, wherever the file has it
+            if _imports_torch(stmt):
+                at = max(at, i + 1)
         for stmt in new:
             gap = 2 if isinstance(stmt, cst.FunctionDef) else 1
             body.insert(at, stmt.with_changes(leading_lines=[cst.EmptyLine()] * (gap if at else 0)))
@@ -162,6 +164,14 @@ class DeviceDefinitions:
             needed = 2 if (isinstance(follower, (cst.FunctionDef, cst.ClassDef)) or isinstance(new[-1], cst.FunctionDef)) else 1
             body[at] = _with_blank_lines(follower, needed)
         return tree.with_changes(body=body)
+
+
+def _imports_torch(stmt) -> bool:
+    for small in _module_level_statements([stmt]):
+        for node in getattr(small, "body", ()):
+            if isinstance(node, cst.Import) and any(_dotted(a.name).split(".")[0] == "torch" for a in node.names):
+                return True
+    return False
 
 
 def _module_names(tree: cst.Module) -> set[str]:

@@ -208,6 +208,12 @@ class IsCuda:
                     sites.append(list(ctx.span(n)))
         outer = ctx.parent(expr)
         loose = isinstance(outer, _LOOSE) and not (isinstance(outer, ast.Call) and outer.func is expr)
+        if negated and isinstance(ctx.parent(parent), (ast.If, ast.While)) and ctx.parent(parent).test is parent:
+            # `if not x.is_cuda: <fallback>` keeps everything after it on the CUDA path: on Trainium
+            # the fallback would be skipped and the CUDA-only rest would run.
+            ctx.note(hit, "not rewritten: `if not x.is_cuda:` guards a fallback; the code after it is the CUDA "
+                          "path, which would then run on Trainium. Make that path device-agnostic first")
+            return None
         data = {"negated": negated, "parens": not loose}
         if sites:
             data["region"] = sites
