@@ -28,15 +28,6 @@ def _site(ctx, node) -> list:
     return [*ctx.span(node), text[:60]]
 
 
-def _block_of(ctx, stmt):
-    parent = ctx.parent(stmt)
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(parent, name, None)
-        if isinstance(block, list) and any(s is stmt for s in block):
-            return block
-    return None
-
-
 def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list | None, str]:
     """The nodes whose running ``node`` (a boolean; false means "CUDA" when ``negated``) decides, or (None, why)."""
     child, parent = node, ctx.parent(node)
@@ -54,7 +45,7 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
                               "skip; decide by hand what Trainium needs there")
             rest = list(parent.orelse)
             if parent.body and isinstance(parent.body[-1], _TERMINATORS):
-                block = _block_of(ctx, parent) or []
+                block = ctx.block_of(parent) or []
                 i = next((j for j, s in enumerate(block) if s is parent), len(block))
                 rest += block[i + 1:]
             return region + rest, ""

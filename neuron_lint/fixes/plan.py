@@ -167,6 +167,15 @@ class PlanContext:
         return not any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
                        for p in self.ancestors(node))
 
+    def block_of(self, stmt: ast.stmt) -> list | None:
+        """The statement list (body, else or finally block) holding ``stmt``."""
+        parent = self.parent(stmt)
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if isinstance(block, list) and any(s is stmt for s in block):
+                return block
+        return None
+
     def statement_of(self, node: ast.AST) -> ast.stmt | None:
         if isinstance(node, ast.stmt):
             return node

@@ -235,12 +235,7 @@ class XlaDistributed:
 
 
 def _block(ctx, stmt):
-    parent = ctx.parent(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and stmt in block:
-            return block
-    return [stmt]
+    return ctx.block_of(stmt) or [stmt]
 
 
 FIXER = XlaDistributed()

@@ -80,12 +80,7 @@ class XlaMarkStep:
 
 
 def _block_of(ctx, stmt):
-    parent = ctx.parent(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and stmt in block:
-            return block
-    return [stmt]
+    return ctx.block_of(stmt) or [stmt]
 
 
 FIXER = XlaMarkStep()
