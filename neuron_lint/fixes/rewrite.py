@@ -59,8 +59,6 @@ class RewriteContext:
     ask for, and :meth:`finish` adds them.
     """
 
-    cst = cst
-
     def __init__(self, module: Module, settings: Settings) -> None:
         self.module = module
         self.settings = settings
