@@ -100,7 +100,8 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, tree
         fix = None
         if hit.rule.fix is not None:
             if ctx is None:
-                ctx = PlanContext(text, tree, lines, settings, analyzer.import_bindings, path=path)
+                ctx = PlanContext(text, tree, lines, settings, analyzer.import_bindings, path=path,
+                                  flagged=frozenset(id(h.node) for h in hits))
             fix = plan_fix(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
     if ctx is not None:  # a device guard keeps its fix only with everything it decides

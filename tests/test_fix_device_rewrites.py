@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import types
+import unittest
 
 import pytest
 
@@ -28,7 +29,7 @@ CODES = ("NRN202", "NRN205", "NRN206")
 
 
 def fix(src: str, path: str = "train.py", **settings) -> str:
-    s = Settings(select=CODES, **settings)
+    s = Settings(**{"select": CODES, **settings})
     src = textwrap.dedent(src).lstrip("\n")
     result = fix_text(src, path, s)
     ast.parse(result.text)
@@ -38,7 +39,7 @@ def fix(src: str, path: str = "train.py", **settings) -> str:
 
 
 def notes(src: str, path: str = "train.py", **settings) -> list[str]:
-    s = Settings(select=CODES, **settings)
+    s = Settings(**{"select": CODES, **settings})
     return [f.fix_note for f in check_source(textwrap.dedent(src).lstrip("\n"), path, s) if f.fix is None]
 
 
@@ -404,3 +405,125 @@ def test_ddp_device_ids_stay_with_device_neuron():
     """
     assert fix(src, device="neuron") == textwrap.dedent(src).lstrip("\n")
     assert any("neuron" in n for n in notes(src, device="neuron"))
+
+
+# ---------------------------------------------------------------------- device strings defined by the module itself
+def fix_all(src: str, path: str = "train.py", **settings) -> str:
+    return fix(src, path, select=("NRN2",), **settings)
+
+
+def test_a_device_string_named_DEVICE_becomes_the_string_idiom_and_still_runs_on_the_cpu():
+    pytest.importorskip("torch")
+    src = """
+        import torch
+
+        DEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'
+
+
+        def main():
+            return torch.ones(2).to(DEVICE)
+
+
+        if __name__ == "__main__":
+            y = main()
+    """
+    fixed = fix_all(src)
+    assert "DEVICE = (\n    torch.accelerator.current_accelerator().type\n    if torch.accelerator.is_available()\n    else 'cpu'\n)\n" in fixed
+    assert "torch.cuda" not in fixed and "DEVICE.type" not in fixed.split("def main")[0].split("DEVICE = (")[0]
+    got = run(fixed)
+    assert got["DEVICE"] == "cpu" and got["y"].device.type == "cpu"
+
+
+def test_a_device_string_stored_under_any_name_goes_with_its_availability_test():
+    pytest.importorskip("torch")
+    src = """
+        import argparse
+
+        import torch
+
+
+        def main(argv):
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+            args = parser.parse_args(argv)
+            where = 'cuda' if torch.cuda.is_available() else 'cpu'
+            return args.device, where
+
+
+        if __name__ == "__main__":
+            result = main([])
+    """
+    fixed = fix_all(src)
+    assert 'default=DEVICE.type)' in fixed and "where = DEVICE.type\n" in fixed
+    assert "torch.cuda" not in fixed
+    assert run(fixed)["result"] == ("cpu", "cpu")
+
+
+CUDA_TEST_CLASS = """
+    import unittest
+
+    import torch
+
+
+    @unittest.skipUnless(torch.cuda.is_available(), "CUDA required")
+    class TestOnDevice(unittest.TestCase):
+        DEVICE = "cuda"
+
+        def test_add(self):
+            x = torch.ones(3, device=self.DEVICE)
+            y = torch.ones(3, device="cuda")
+            self.assertEqual((x + y).sum().item(), 6.0)
+"""
+
+
+def test_a_cuda_test_class_gets_its_device_and_its_skip_only_as_an_unsafe_fix():
+    safe = fix_all(CUDA_TEST_CLASS, "test_device.py")
+    # the device strings are safe (same device on CUDA) and go; the skip stays: it decides the test
+    assert '"cuda"' not in safe and "skipUnless(torch.cuda.is_available()" in safe
+    assert "    DEVICE = (\n        torch.accelerator.current_accelerator().type\n" in safe
+    unsafe = fix_all(CUDA_TEST_CLASS, "test_device.py", unsafe_fixes=True)
+    assert "skipUnless(torch.accelerator.is_available()" in unsafe and "torch.cuda" not in unsafe
+
+
+def test_a_fixed_cuda_test_class_is_skipped_on_a_cpu_only_host_as_before():
+    pytest.importorskip("torch")
+    fixed = fix_all(CUDA_TEST_CLASS, "test_device.py", unsafe_fixes=True)
+    namespace = run(fixed)
+    suite = unittest.defaultTestLoader.loadTestsFromTestCase(namespace["TestOnDevice"])
+    result = unittest.TestResult()
+    suite.run(result)
+    assert result.testsRun == 1 and len(result.skipped) == 1 and not result.errors
+
+
+def test_a_skip_whose_test_shows_no_cuda_code_is_left_with_a_note():
+    src = """
+        import unittest
+
+        import torch
+
+        from mylib import fused_kernel
+
+
+        class TestKernel(unittest.TestCase):
+            @unittest.skipUnless(torch.cuda.is_available(), "the kernel is CUDA-only")
+            def test_kernel(self):
+                self.assertTrue(fused_kernel())
+    """
+    assert fix_all(src, "test_kernel.py", unsafe_fixes=True) == textwrap.dedent(src).lstrip("\n")
+    (note,) = [n for n in notes(src, "test_kernel.py", select=("NRN2",)) if n]
+    assert "out of sight" in note
+
+
+def test_a_library_module_defining_its_device_string_gets_it_only_as_an_unsafe_fix():
+    src = """
+        import torch
+
+        DEVICE = "cuda"
+
+
+        def zeros(n):
+            return torch.zeros(n, device=DEVICE)
+    """
+    assert fix_all(src, "mylib/ops.py") == textwrap.dedent(src).lstrip("\n")
+    fixed = fix_all(src, "mylib/ops.py", unsafe_fixes=True)
+    assert "DEVICE = (\n    torch.accelerator.current_accelerator().type\n" in fixed

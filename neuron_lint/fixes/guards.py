@@ -88,6 +88,22 @@ def _only_stops(body) -> bool:
     return True
 
 
+def skipped_test(ctx, guard) -> ast.AST | None:
+    """The test function or class whose skip decorator (``@skipIf``, ``@skipUnless``,
+    ``@pytest.mark.skipif``) has ``guard`` in its condition, or None."""
+    child = guard
+    for p in ctx.ancestors(guard):
+        if isinstance(p, ast.Call) and _skip_name(p) and p.args and (p.args[0] is child):
+            decorated = ctx.parent(p)
+            if isinstance(decorated, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return decorated
+            return None
+        if not isinstance(p, (ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)):
+            return None
+        child = p
+    return None
+
+
 def _skip_name(call: ast.Call) -> bool:
     func = call.func
     return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in ("skipIf", "skipUnless", "skipif")
@@ -107,11 +123,21 @@ def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[
     return region, ""
 
 
-def _cuda_sites(ctx, nodes) -> list:
+def _walk_decided(top, guard):
+    """The nodes of decided code ``top``, less the decorator that holds ``guard`` (a skip's own test)."""
+    if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        own = [d for d in top.decorator_list if any(n is guard for n in ast.walk(d))]
+        if own:
+            held = {id(n) for d in own for n in ast.walk(d)}
+            return (n for n in ast.walk(top) if id(n) not in held)
+    return ast.walk(top)
+
+
+def _cuda_sites(ctx, nodes, guard=None) -> list:
     """CUDA-specific sites in the decided code: names under torch.cuda, `.cuda()`, `.is_cuda`, "cuda"/"nccl"."""
     sites = []
     for top in nodes:
-        for n in ast.walk(top):
+        for n in _walk_decided(top, guard):
             if isinstance(n, ast.Attribute):
                 if n.attr in ("cuda", "is_cuda") and ctx.qualname(n) is None:
                     sites.append(n)
@@ -131,7 +157,10 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     nodes, why = _region_nodes(ctx, call, negated=negated)
     if nodes is None:
         return None, why
-    sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes)]
+    sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
+    if skipped_test(ctx, call) is not None and not sites:
+        return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
+                      "(a kernel, an extension, another module) is out of sight; decide by hand whether Trainium runs it")
     # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA extension...)
     # must be fixed too. Marked by an empty text.
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""

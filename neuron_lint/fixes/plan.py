@@ -127,6 +127,7 @@ class PlanContext:
     notes: dict[int, str] = field(default_factory=dict)
     _parents: dict[int, ast.AST] | None = field(default=None, repr=False)
     path: str = ""  # the module's path as given to check (fixers may treat test files differently)
+    flagged: frozenset[int] = frozenset()  # id() of every node a rule reported in this module
 
     # ------------------------------------------------------------------ positions and tree
     def span(self, node) -> tuple[int, int, int, int]:
@@ -304,11 +305,13 @@ class PlanContext:
                 return {}, f"the site runs before the module's device variable `{name}` is defined"
             return {"device": "var", "name": name}, ""
         if self.is_script and not self.torch_only_conditionally:
-            if self.bound.get(DEVICE_VAR, 0):
+            if not self.bound.get(DEVICE_VAR, 0):
+                if module_level and node.lineno <= self.leading_end:
+                    return {}, "the site runs among the imports, before a device variable could be defined"
+                return {"device": "script"}, ""
+            if module_level:
                 return {}, f"the module already uses the name {DEVICE_VAR} for something else"
-            if module_level and node.lineno <= self.leading_end:
-                return {}, "the site runs among the imports, before a device variable could be defined"
-            return {"device": "script"}, ""
+            # the name DEVICE is taken (a class attribute, a local...): a function gives the device instead
         if module_level:
             return {}, ("a library module would probe the device when it is imported; "
                         "pass the device in, or choose it inside a function")
@@ -328,12 +331,13 @@ class PlanContext:
         self.notes[id(hit)] = text
 
     def propose(self, hit, node: ast.AST, kind: str, message: str, data: dict | None = None,
-                applicability: str | None = None) -> Fix:
-        """A plan: replace the LibCST node of class ``kind`` at ``node``'s span, with ``data``."""
+                applicability: str | None = None, fixer: str | None = None) -> Fix:
+        """A plan: replace the LibCST node of class ``kind`` at ``node``'s span, with ``data``
+        (rewritten by the rule's fixer, or by ``fixer`` when one rule's site is another's rewrite)."""
         target = (*self.span(node), kind)
         items = tuple(sorted((k, _frozen(v)) for k, v in (data or {}).items()))
         safety = Applicability(applicability or hit.rule.fix.safety).value
-        return Fix(safety, (), message, hit.rule.fix.fixer, target, items)
+        return Fix(safety, (), message, fixer or hit.rule.fix.fixer, target, items)
 
 
 def _frozen(value):

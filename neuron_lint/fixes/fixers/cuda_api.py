@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..guards import decided_region
+from ..guards import decided_region, skipped_test
 from .cuda_call import looks_like_index
 
 _KEYWORDS = {
@@ -99,6 +99,25 @@ def _duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
     return None
 
 
+def _device_idiom_plan(ctx, hit, call):
+    """``"cuda" if torch.cuda.is_available() else "cpu"`` where no rule reports the ``"cuda"`` (it is
+    stored in a name that does not look like a device, passed as ``default=``...): the guard and
+    the string it chooses are one rewrite, as NRN202 does it."""
+    from .device_string import _plan_guard, literal_kind
+
+    guard, child = ctx.parent(call), call
+    if isinstance(guard, ast.UnaryOp) and isinstance(guard.op, ast.Not):
+        guard, child = ctx.parent(guard), guard
+    if not (isinstance(guard, ast.IfExp) and guard.test is child):
+        return None
+    literal = guard.orelse if child is not call else guard.body
+    kind = literal_kind(literal)
+    if kind not in ("plain", "indexed") or id(literal) in ctx.flagged:
+        return None
+    return _plan_guard(ctx, hit, literal, guard, kind, "Use the current accelerator instead of CUDA",
+                       fixer="device_string")
+
+
 class CudaApi:
     name = "cuda_api"
 
@@ -123,11 +142,18 @@ class CudaApi:
             return None
         data = {"target": target}
         if hit.subject == "torch.cuda.is_available":
+            idiom = _device_idiom_plan(ctx, hit, call)
+            if idiom is not None:
+                return idiom
             region, why = decided_region(ctx, call)
             if region is None:
                 ctx.note(hit, f"not rewritten: {why}")
                 return None
             data["region"] = region
+            if skipped_test(ctx, call) is not None:
+                # identical on CUDA; on Trainium the test now runs, and what it needs may be out of sight
+                return ctx.propose(hit, hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name",
+                                   f"Use `{target}` (the test it skips then runs on Trainium too)", data, "unsafe")
         node, kind = hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name"
         if form == "device" and call is not None and call.keywords:
             node, kind = call, "Call"  # the target takes the device positionally only

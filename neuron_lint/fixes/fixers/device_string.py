@@ -32,6 +32,8 @@ import re
 import sys
 import tokenize
 
+from ..plan import DEVICE_VAR
+
 #: ``"cuda"``, ``"cuda:3"``
 _INDEXED = re.compile(r"^cuda:(\d+)$")
 #: the line length ``ruff format`` wraps at
@@ -280,6 +282,10 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         return ctx.propose(hit, value, type(value).__name__, message,
                            {"mode": "define", "name": ctx.device_variable.targets[0].id}, applicability=unsafe)
     test = _decided_by_branch(ctx, node)
+    if test is None and not ctx.neuron and kind == "plain":
+        inline = _plan_inline_definition(ctx, hit, node)
+        if inline is not None:
+            return inline
     if test is not None:
         ctx.note(hit, f"not rewritten: this string is used only when `{_short(ctx, test)}` holds; rewriting it "
                       "alone would leave that test choosing CUDA, and rewriting the test would run the whole "
@@ -316,7 +322,47 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
                        {**data, "mode": "literal", "as_device": _first_arg_of_to(ctx, node)})
 
 
-def _plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str):
+def _string_definition(ctx, node) -> ast.Assign | None:
+    """``NAME = "cuda"`` or ``NAME = "cuda" if torch.cuda.is_available() else "cpu"``: the statement,
+    when ``node`` (the ``"cuda"``) or the availability idiom around it is the whole value of a
+    one-name assignment."""
+    value, parent = node, ctx.parent(node)
+    if isinstance(parent, ast.IfExp) and node is parent.body:
+        if not (_is_availability(ctx, parent.test) and isinstance(parent.orelse, ast.Constant)
+                and parent.orelse.value == "cpu"):
+            return None
+        value = parent
+    stmt = ctx.parent(value)
+    if (isinstance(stmt, ast.Assign) and stmt.value is value and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return stmt
+    return None
+
+
+def _plan_inline_definition(ctx, hit, node):
+    """A variable that *is* the module's (or class's) device string, where no shared device can be
+    used -- the variable is named ``DEVICE`` itself, or the module binds that name elsewhere: its
+    value becomes the current accelerator's type, written out (``"cpu"`` without one)."""
+    stmt = _string_definition(ctx, node)
+    if stmt is None:
+        return None
+    name = stmt.targets[0].id
+    if name != DEVICE_VAR:
+        choice, _ = ctx.device_choice(node)
+        if choice:
+            return None  # the shared device serves: `name = DEVICE.type`
+    if not ctx.allows("2.6"):
+        return None
+    at_import = ctx.at_module_level(stmt) or _runs_at_import(ctx, stmt)
+    library = at_import and not ctx.is_script and not is_test_file(ctx)
+    message = "Define the device string with `torch.accelerator`" + (
+        " (this library module then probes the device when it is imported)" if library else "")
+    kind = "IfExp" if isinstance(stmt.value, ast.IfExp) else "SimpleString"
+    return ctx.propose(hit, stmt.value, kind, message, {"mode": "inline", "name": name},
+                       applicability="unsafe" if library else None, fixer="device_string")
+
+
+def _plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str, fixer: str | None = None):
     """``"cuda" if torch.cuda.is_available() else "cpu"``: the guard and what it decides go together."""
     negated = isinstance(guard.test, ast.UnaryOp)
     cuda_arm, other = (guard.orelse, guard.body) if negated else (guard.body, guard.orelse)
@@ -329,7 +375,7 @@ def _plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str):
     whole = ctx.neuron or (kind == "plain" and _cpu_fallback_chain(ctx, other))
     return ctx.propose(hit, guard, "IfExp", message + " (the availability check goes with it)",
                        {**data, "mode": "guard", "whole": whole, "negated": negated,
-                        "as_device": _first_arg_of_to(ctx, guard)})
+                        "as_device": _first_arg_of_to(ctx, guard)}, fixer=fixer)
 
 
 def loop_compares(ctx, hit, node) -> bool:
@@ -500,6 +546,8 @@ def rewrite_literal(rx, original, updated, data):
     mode = data.get("mode")
     if mode == "define":
         return device_idiom(rx, original, data.get("name", "device"))
+    if mode == "inline":
+        return _rewrite_inline(rx, original, updated, data)
     if mode == "word":
         if data.get("decided"):
             return _rewrite_decided(rx, original, updated, data)
@@ -584,14 +632,31 @@ def _rewrite_decided(rx, original, updated, data):
     return updated.with_changes(body=body, orelse=orelse, test=updated.test.visit(_Tests()))
 
 
-def device_idiom(rx, original, name: str):
+def _rewrite_inline(rx, original, updated, data):
+    """``"cuda"`` / ``"cuda" if torch.cuda.is_available() else "cpu"`` -> the string idiom."""
+    import libcst as cst
+
+    from ..nodes import quote_of
+
+    literal = updated.body if isinstance(updated, cst.IfExp) else updated
+    if _cst_kind(literal) != "plain":
+        raise _decline("the code here is not the planned CUDA device string")
+    return device_idiom(rx, original, data.get("name", "device"), as_string=quote_of(literal))
+
+
+def device_idiom(rx, original, name: str, as_string: str = ""):
     """``torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")``,
-    in parentheses over four lines (as ``ruff format`` prints it) when one line would pass 88 characters."""
+    in parentheses over four lines (as ``ruff format`` prints it) when one line would pass 88 characters.
+    With ``as_string`` (a quote character): the device type, ``current_accelerator().type ... else "cpu"``."""
     import libcst as cst
 
     body = cst.Call(func=rx.dotted("torch.accelerator.current_accelerator", original))
     test = cst.Call(func=rx.dotted("torch.accelerator.is_available", original))
-    orelse = cst.Call(func=rx.dotted("torch.device", original), args=[cst.Arg(cst.SimpleString('"cpu"'))])
+    if as_string:
+        body = cst.Attribute(value=body, attr=cst.Name("type"))
+        orelse = cst.SimpleString(f"{as_string}cpu{as_string}")
+    else:
+        orelse = cst.Call(func=rx.dotted("torch.device", original), args=[cst.Arg(cst.SimpleString('"cpu"'))])
     one_line = cst.IfExp(test=test, body=body, orelse=orelse)
     pos = rx.position(original)
     column = pos.start.column if pos is not None else len(name) + 3
