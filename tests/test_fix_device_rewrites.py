@@ -527,3 +527,22 @@ def test_a_library_module_defining_its_device_string_gets_it_only_as_an_unsafe_f
     assert fix_all(src, "mylib/ops.py") == textwrap.dedent(src).lstrip("\n")
     fixed = fix_all(src, "mylib/ops.py", unsafe_fixes=True)
     assert "DEVICE = (\n    torch.accelerator.current_accelerator().type\n" in fixed
+
+
+def test_a_skip_whose_reason_names_a_cuda_feature_is_left_with_a_note():
+    src = """
+        import unittest
+
+        import torch
+
+
+        class TestDeform(unittest.TestCase):
+            @unittest.skipIf(not torch.cuda.is_available(), "Deformable not supported for cpu")
+            def test_forward(self):
+                x = torch.ones(3, device="cuda")
+                self.assertEqual(x.sum().item(), 3.0)
+    """
+    fixed = fix_all(src, "test_deform.py", unsafe_fixes=True)
+    assert 'skipIf(not torch.cuda.is_available(), "Deformable' in fixed  # the skip stays
+    note = next(n for n in notes(src, "test_deform.py", select=("NRN2",), unsafe_fixes=True) if "reason" in n)
+    assert "Deformable not supported for cpu" in note

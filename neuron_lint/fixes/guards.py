@@ -13,6 +13,7 @@ when each of those sites has a fix at least as safe; else the guard gets a note 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 #: Findings that never block a guard: setting a cuDNN/CUDA backend flag is harmless elsewhere.
@@ -88,20 +89,40 @@ def _only_stops(body) -> bool:
     return True
 
 
-def skipped_test(ctx, guard) -> ast.AST | None:
-    """The test function or class whose skip decorator (``@skipIf``, ``@skipUnless``,
-    ``@pytest.mark.skipif``) has ``guard`` in its condition, or None."""
+def _skip_call(ctx, guard) -> ast.Call | None:
+    """The skip decorator call (``@skipIf``, ``@skipUnless``, ``@pytest.mark.skipif``) of a test
+    function or class that has ``guard`` in its condition, or None."""
     child = guard
     for p in ctx.ancestors(guard):
         if isinstance(p, ast.Call) and _skip_name(p) and p.args and (p.args[0] is child):
             decorated = ctx.parent(p)
-            if isinstance(decorated, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                return decorated
-            return None
+            ok = isinstance(decorated, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            return p if ok else None
         if not isinstance(p, (ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)):
             return None
         child = p
     return None
+
+
+def skipped_test(ctx, guard) -> ast.AST | None:
+    """The test function or class whose skip decorator has ``guard`` in its condition, or None."""
+    skip = _skip_call(ctx, guard)
+    return ctx.parent(skip) if skip is not None else None
+
+
+#: What a skip's reason may say and still mean only "there is no GPU here".
+_SKIP_WORDS = re.compile(
+    r"\b(cuda|gpus?|accelerators?|devices?|is|are|not|no|available|unavailable|required|requires?|needs?|"
+    r"access|this|test|tests|a|an|the|to|run|only|machine|host|found|present|detected|with|without|"
+    r"skip|skipping|skipped)\b|[^a-z]+")
+
+
+def _skip_reason(skip: ast.Call) -> str:
+    values = list(skip.args[1:2]) + [k.value for k in skip.keywords if k.arg in ("reason", "msg")]
+    for v in values:
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return v.value
+    return ""
 
 
 def _skip_name(call: ast.Call) -> bool:
@@ -158,9 +179,15 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if nodes is None:
         return None, why
     sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
-    if skipped_test(ctx, call) is not None and not sites:
-        return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
-                      "(a kernel, an extension, another module) is out of sight; decide by hand whether Trainium runs it")
+    skip = _skip_call(ctx, call)
+    if skip is not None:
+        if not sites:
+            return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
+                          "(a kernel, an extension, another module) is out of sight; decide by hand whether Trainium runs it")
+        reason = _skip_reason(skip)
+        if _SKIP_WORDS.sub(" ", reason.lower()).strip():
+            return None, (f"the skip's reason ({reason[:60]!r}) names what needs CUDA; decide by hand whether "
+                          "Trainium has it before the test runs there")
     # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA extension...)
     # must be fixed too. Marked by an empty text.
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
