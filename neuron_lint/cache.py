@@ -2,7 +2,7 @@
 
 Layout: ``<project root>/.neuron_lint_cache/`` (the nearest directory above the working
 directory holding ``pyproject.toml`` or ``.git``, else the working directory), with its own
-``.gitignore`` (``*``) so git never sees it. Each entry is one small JSON file named by a hash of
+``.gitignore`` (``*``) so git never sees it. Each entry is one small file named by a hash of
 
 * the file's bytes and the path it is reported under (findings carry the path, and
   per-file settings depend on it),
@@ -14,34 +14,68 @@ directory holding ``pyproject.toml`` or ``.git``, else the working directory), w
 
 Entries hold a file's whole result: findings and file errors (a syntax error is cached too). The cache is a
 courtesy: a corrupt, unreadable or unwritable cache never fails a run, it is simply not used.
-Entries are JSON, not pickle, so a cache planted in a repository cannot run code.
+
+Trust: the cache folder sits in the project, so a repository can commit one. Nothing in it is
+believed on its own say-so:
+
+* an entry is ``<HMAC-SHA256 hex>\\n<JSON>``; the MAC covers the entry's name and its JSON and is
+  keyed by a random secret kept outside the project (:func:`key_path`, mode 0600), so a planted
+  or edited entry is a miss, never a result;
+* entries are JSON, not pickle (a cache cannot run code), and the decoded objects are checked
+  field by field against the dataclasses of :mod:`neuron_lint.model` before use;
+* entries, shard folders and the cache folder are opened without following links, entries only
+  when they are regular files of at most :data:`MAX_ENTRY_BYTES`; a cache folder that is a
+  symbolic link is not used at all, and nothing is written through a link.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
+import stat
 import tempfile
-from functools import lru_cache
+import types
+import typing
+from functools import cache as _memo
 from pathlib import Path
 
 from . import __version__
 
 CACHE_DIR_NAME = ".neuron_lint_cache"
 #: Bump when the entry format changes.
-FORMAT = 1
+FORMAT = 2
 #: Settings that only decide which files are read or how results are printed.
 _NOT_IN_KEY = frozenset({"output_format", "exclude", "extend_exclude", "respect_gitignore", "follow_symlinks"})
+#: The largest entry read or written (bytes, MAC line included); a larger result is simply not kept.
+MAX_ENTRY_BYTES = 8 * 1024 * 1024
+#: Length of the secret the entries are authenticated with.
+KEY_BYTES = 32
+_MAC_HEX = 64  # hex digits of an HMAC-SHA256
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+_DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+#: Open every component relative to its folder's descriptor, never by a path a link could redirect.
+_DIR_FD = bool(_O_NOFOLLOW and _O_DIRECTORY and os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd)
+_GITIGNORE = b"# Created by neuron-lint; the cache is never committed.\n*\n"
 
 
 def project_root(start: Path | None = None) -> Path:
     """The nearest directory (from ``start``, default the working directory) with pyproject.toml or .git."""
     start = (start or Path.cwd()).absolute()
     for d in (start, *start.parents):
-        if (d / "pyproject.toml").is_file() or (d / ".git").exists():
+        if os.path.isfile(d / "pyproject.toml") or os.path.exists(d / ".git"):  # never raise (an unsearchable folder)
             return d
     return start
 
@@ -79,6 +113,115 @@ def settings_fingerprint(settings) -> str:
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
 
 
+# ---------------------------------------------------------------------------- bounded reads
+def _read_open_file(fd: int, limit: int) -> bytes | None:
+    """The contents of the open ``fd`` if it is a regular file of at most ``limit`` bytes, else None.
+
+    Reads at most ``limit + 1`` bytes whatever the file claims (it may grow while read).
+    """
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        return None
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = os.read(fd, min(limit + 1 - total, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return None if total > limit else b"".join(chunks)
+
+
+def _read_bounded(name, limit: int, dir_fd: int | None = None) -> bytes | None:
+    """Open ``name`` without following a link (where the system can) or waiting on a pipe, and read
+    it if it is a regular file of at most ``limit`` bytes."""
+    fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd) if dir_fd is not None else os.open(name, _READ_FLAGS)
+    try:
+        return _read_open_file(fd, limit)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------- the secret
+def key_path() -> Path | None:
+    """Where the secret that authenticates entries lives: ``$XDG_CACHE_HOME/neuron-lint/key``
+    (default ``~/.cache/neuron-lint/key``), outside every project. None without a home."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not base or not os.path.isabs(base):  # the XDG rule: a relative value is ignored
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / "neuron-lint" / "key"
+
+
+def _read_key(path: Path) -> bytes:
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o077):
+            raise PermissionError(f"{path} must belong to this user and be readable by no one else")
+        data = _read_open_file(fd, KEY_BYTES)
+    finally:
+        os.close(fd)
+    if data is None or len(data) != KEY_BYTES:
+        raise ValueError(f"{path} is not a neuron-lint key")
+    return data
+
+
+def _create_key(path: Path) -> None:
+    """Create the key file at once with its whole contents (a concurrent run keeps the first one)."""
+    os.makedirs(path.parent, mode=0o700, exist_ok=True)
+    tmp = path.parent / f".key-{secrets.token_hex(8)}"
+    fd = os.open(tmp, _WRITE_FLAGS, 0o600)
+    try:
+        try:
+            _write_all(fd, secrets.token_bytes(KEY_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # fails if another run made one meanwhile: use theirs
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not os.path.lexists(path):
+                os.replace(tmp, path)
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+_SECRETS: dict[str, bytes] = {}
+
+
+def load_secret() -> bytes | None:
+    """This user's secret (created on first use), or None when it cannot be made or trusted."""
+    path = key_path()
+    if path is None:
+        return None
+    known = _SECRETS.get(str(path))
+    if known is not None:
+        return known
+    try:
+        try:
+            secret = _read_key(path)
+        except FileNotFoundError:
+            _create_key(path)
+            secret = _read_key(path)
+    except Exception:  # no home, a read-only one, a key someone else could read...: no cache
+        return None
+    _SECRETS[str(path)] = secret
+    return secret
+
+
+def _mac(secret: bytes, key: str, payload: bytes) -> bytes:
+    msg = b"neuron-lint cache entry\0" + key.encode("ascii") + b"\0" + payload
+    return hmac.new(secret, msg, hashlib.sha256).hexdigest().encode("ascii")
+
+
 # ---------------------------------------------------------------------------- encoding
 def _encode(value):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -90,32 +233,110 @@ def _encode(value):
     return value
 
 
-@lru_cache(maxsize=1)
-def _decoder():
-    from . import model
+class _Invalid(Exception):
+    """A decoded entry that does not fit the model: a miss."""
 
-    known = {name: getattr(model, name) for name in ("CheckResult", "Finding", "Fix", "Edit", "FileError")}
-    tuple_fields = {"Fix": ("edits", "target", "data")}
 
-    def tuples(v):  # a fix's plan is tuples all the way down (it is hashed and compared)
-        return tuple(tuples(x) for x in v) if isinstance(v, list) else v
+@_memo
+def _shape(cls) -> tuple[dict, frozenset]:
+    """``cls``'s constructor fields with their resolved types, and the ones without a default."""
+    hints = typing.get_type_hints(cls)
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    required = frozenset(
+        f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+    return {f.name: hints[f.name] for f in fields}, required
 
-    def decode(value):
-        if isinstance(value, dict):
-            kind = value.get("@")
-            fields = {k: decode(v) for k, v in value.items() if k != "@"}
-            if kind is None:
-                return fields
-            cls = known[kind]  # KeyError: an entry from elsewhere; treated as a miss
-            for name in tuple_fields.get(kind, ()):
-                if name in fields:
-                    fields[name] = tuples(fields[name]) if name != "edits" else tuple(fields[name])
-            return cls(**fields)
-        if isinstance(value, list):
-            return [decode(v) for v in value]
+
+def _frozen(value):
+    """A JSON value with its arrays as tuples, all the way down (a fix's plan is hashed and compared)."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+_SCALARS = {str: (str,), int: (int,), bool: (bool,), float: (int, float)}
+
+
+def _build(tp, value):
+    """``value`` (decoded JSON) as an instance of the annotation ``tp``, or :class:`_Invalid`.
+
+    Driven by the dataclasses' own annotations, so a field added to the model is checked too;
+    an annotation this does not know makes every entry holding it a miss, never a guess.
+    """
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if type(value) is not dict or value.get("@") != tp.__name__:
+            raise _Invalid(f"not a {tp.__name__}")
+        fields, required = _shape(tp)
+        kwargs = {}
+        for name, item in value.items():
+            if name == "@":
+                continue
+            if name not in fields:
+                raise _Invalid(f"{tp.__name__} has no field {name!r}")
+            kwargs[name] = _build(fields[name], item)
+        if not required <= kwargs.keys():
+            raise _Invalid(f"{tp.__name__} lacks {sorted(required - kwargs.keys())}")
+        return tp(**kwargs)
+    if tp is type(None):
+        if value is None:
+            return None
+        raise _Invalid("not None")
+    if tp in _SCALARS:
+        if type(value) in _SCALARS[tp]:
+            return value
+        raise _Invalid(f"not a {tp.__name__}")
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except (ValueError, TypeError):
+            raise _Invalid(f"not a {tp.__name__}") from None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        for option in args:
+            try:
+                return _build(option, value)
+            except _Invalid:
+                continue
+        raise _Invalid(f"none of {args}")
+    if tp in (list, tuple) or origin in (list, tuple):
+        if type(value) is not list:
+            raise _Invalid("not an array")
+        if not args:
+            return _frozen(value) if tp is tuple else value
+        if origin is list:
+            return [_build(args[0], v) for v in value]
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_build(args[0], v) for v in value)
+        if len(args) != len(value):
+            raise _Invalid("wrong length")
+        return tuple(_build(a, v) for a, v in zip(args, value))
+    if tp is dict or origin is dict:
+        if type(value) is not dict:
+            raise _Invalid("not an object")
+        if not args:
+            return value
+        return {_build(args[0], k): _build(args[1], v) for k, v in value.items()}
+    if tp is typing.Any or tp is object:
         return value
+    raise _Invalid(f"cannot check {tp!r}")
 
-    return decode
+
+def _decode_entry(payload: bytes):
+    """``(CheckResult, lookups)`` from an entry's JSON, or :class:`_Invalid`."""
+    from .model import CheckResult
+
+    entry = json.loads(payload)
+    if type(entry) is not dict or "result" not in entry or not entry.keys() <= {"result", "lookups"}:
+        raise _Invalid("not an entry")
+    result = _build(CheckResult, entry["result"])
+    lookups = _build(list[tuple[str, str, bool]], entry.get("lookups", []))
+    return result, lookups
+
+
+# ---------------------------------------------------------------------------- the cache
+class _Unusable(Exception):
+    """The cache folder is a link (or otherwise not to be trusted): run without the cache."""
 
 
 class Cache:
@@ -126,8 +347,11 @@ class Cache:
         self.prefix = hashlib.blake2b(
             f"{engine_fingerprint()}\0{settings_fingerprint(settings)}".encode(), digest_size=16
         ).hexdigest()
-        self.writable = True
         self.hits = self.misses = 0
+        self._secret = load_secret()
+        #: False: not read and not written for the rest of the run (no secret, or a linked folder).
+        self.enabled = self._secret is not None and not os.path.islink(self.directory)
+        self.writable = self.enabled
 
     def key(self, data: bytes, shown_path: str) -> str:
         h = hashlib.blake2b(data, digest_size=20)
@@ -137,6 +361,74 @@ class Cache:
     def _entry(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key[2:]}.json"
 
+    # -- folders, opened so that no link is ever followed
+    def _open_root(self, create: bool = False) -> int | None:
+        """A descriptor of the cache folder; None when there is none (and ``create`` is false)."""
+        try:
+            return os.open(self.directory, _DIR_FLAGS)
+        except FileNotFoundError:
+            if not create:
+                return None
+        except OSError:
+            if os.path.islink(self.directory):
+                self.enabled = self.writable = False
+                raise _Unusable(str(self.directory)) from None
+            raise
+        self.directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(self.directory)
+        except FileExistsError:  # made meanwhile, or a link planted meanwhile: the open below decides
+            pass
+        return self._open_root()
+
+    def _open_shard(self, root: int, name: str, create: bool) -> int | None:
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=root)
+        except FileNotFoundError:
+            if not create:
+                return None
+        try:
+            fd = os.open(".gitignore", _WRITE_FLAGS, 0o644, dir_fd=root)
+        except FileExistsError:  # there already (or something else is: it is not written through)
+            pass
+        else:
+            try:
+                os.write(fd, _GITIGNORE)
+            finally:
+                os.close(fd)
+        try:
+            os.mkdir(name, dir_fd=root)
+        except FileExistsError:
+            pass
+        return os.open(name, _DIR_FLAGS, dir_fd=root)
+
+    def _read(self, key: str) -> bytes | None:
+        if not _DIR_FD:
+            return self._read_by_path(key)
+        root = self._open_root()
+        if root is None:
+            return None
+        try:
+            shard = self._open_shard(root, key[:2], create=False)
+            if shard is None:
+                return None
+            try:
+                return _read_bounded(f"{key[2:]}.json", MAX_ENTRY_BYTES, dir_fd=shard)
+            finally:
+                os.close(shard)
+        finally:
+            os.close(root)
+
+    def _read_by_path(self, key: str) -> bytes | None:
+        """Where descriptors relative to a folder are missing (Windows): ask about links first."""
+        entry = self._entry(key)
+        if os.path.islink(self.directory):
+            self.enabled = self.writable = False
+            return None
+        if os.path.islink(entry.parent) or os.path.islink(entry):
+            return None
+        return _read_bounded(entry, MAX_ENTRY_BYTES)
+
     def get(self, key: str):
         """``(result, lookups)`` stored under ``key``, or None.
 
@@ -144,13 +436,16 @@ class Cache:
         the caller re-asks them before trusting the result.
         """
         try:
-            with open(self._entry(key), "rb") as fh:
-                entry = json.loads(fh.read())
-            result = _decoder()(entry["result"])
-            lookups = [(str(p), str(t), bool(a)) for p, t, a in entry.get("lookups", ())]
-            if type(result).__name__ != "CheckResult":
-                raise TypeError("not a result")
-        except Exception:  # missing, truncated, from another format: a miss
+            if not self.enabled:
+                raise _Unusable("disabled")
+            data = self._read(key)
+            if data is None or len(data) <= _MAC_HEX or data[_MAC_HEX:_MAC_HEX + 1] != b"\n":
+                raise _Invalid("missing or not an entry")
+            payload = data[_MAC_HEX + 1:]
+            if not hmac.compare_digest(data[:_MAC_HEX], _mac(self._secret, key, payload)):
+                raise _Invalid("not made by this user's neuron-lint")
+            result, lookups = _decode_entry(payload)
+        except Exception:  # missing, truncated, forged, from another format, a link or a pipe: a miss
             self.misses += 1
             return None
         self.hits += 1
@@ -163,37 +458,76 @@ class Cache:
         try:
             entry = {"result": _encode(result), "lookups": [list(x) for x in lookups]}
             payload = json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-            target = self._entry(key)
-            if not target.parent.is_dir():
-                self._prepare()
-                target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(payload)
-                os.replace(tmp, target)  # readers see the old entry or the new one, never half
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-        except Exception:  # read-only project, full disk, ...: run on without the cache
+            data = _mac(self._secret, key, payload) + b"\n" + payload
+            if len(data) > MAX_ENTRY_BYTES:
+                return  # too large to read back: that file is simply checked every time
+            if _DIR_FD:
+                self._write(key, data)
+            else:
+                self._write_by_path(key, data)
+        except Exception:  # read-only project, full disk, a link in the way...: run on without the cache
             self.writable = False
 
-    def _prepare(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+    def _write(self, key: str, data: bytes) -> None:
+        root = self._open_root(create=True)
+        try:
+            shard = self._open_shard(root, key[:2], create=True)
+            try:
+                tmp = f".tmp-{secrets.token_hex(8)}"
+                fd = os.open(tmp, _WRITE_FLAGS, 0o600, dir_fd=shard)
+                try:
+                    try:
+                        _write_all(fd, data)
+                    finally:
+                        os.close(fd)
+                    # readers see the old entry or the new one, never half; a link there is replaced, not followed
+                    os.replace(tmp, f"{key[2:]}.json", src_dir_fd=shard, dst_dir_fd=shard)
+                except BaseException:
+                    try:
+                        os.unlink(tmp, dir_fd=shard)
+                    except OSError:
+                        pass
+                    raise
+            finally:
+                os.close(shard)
+        finally:
+            os.close(root)
+
+    def _write_by_path(self, key: str, data: bytes) -> None:
+        target = self._entry(key)
+        if os.path.islink(self.directory) or os.path.islink(target.parent):
+            raise _Unusable(str(target.parent))
+        target.parent.mkdir(parents=True, exist_ok=True)
         ignore = self.directory / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Created by neuron-lint; the cache is never committed.\n*\n", encoding="utf-8")
+        if not os.path.lexists(ignore):
+            ignore.write_bytes(_GITIGNORE)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def clean(directory: Path | None = None) -> bool:
     """Remove the cache folder. True when there was one."""
     directory = Path(directory) if directory is not None else default_cache_dir()
-    if not directory.exists():
+    if not os.path.exists(directory):
         return False
-    if directory.name != CACHE_DIR_NAME and not (directory / ".gitignore").is_file():
+    if directory.name != CACHE_DIR_NAME and not os.path.isfile(directory / ".gitignore"):
         raise ValueError(f"{directory} does not look like a neuron-lint cache; not removing it")
     shutil.rmtree(directory)
     return True

@@ -1,11 +1,15 @@
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The cache signs its entries with a key kept in the user's cache folder: the suite (and every
+# neuron-lint it starts) gets a folder of its own instead of the user's.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="neuron-lint-tests-")
 
 
 @pytest.fixture(scope="session")
