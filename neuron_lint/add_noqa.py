@@ -8,15 +8,18 @@ atomically, keeping their encoding, BOM, line endings and permissions.
 
 from __future__ import annotations
 
+import bisect
+import io
 import os
 import re
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalog import Catalog, load_catalog
 from .discovery import PY_SUFFIXES
 from .model import FileError, Finding
-from .noqa import UNUSED_CODE, Directives, scan
+from .noqa import UNUSED_CODE, Directives, _suppressor, scan
 from .settings import Settings
 from .source import SourceError, decode, encode
 
@@ -30,14 +33,63 @@ class AddNoqaResult:
     errors: list[FileError] = field(default_factory=list)
 
 
+_NEWLINES = re.compile(r"\r\n|\r")
+#: Tokens a ``# noqa`` appended at the end of a line cannot change (NEWLINE moves, its text stays).
+_LAYOUT = frozenset({tokenize.COMMENT, tokenize.NL})
+
+
+class NoqaPlacementError(ValueError):
+    """No ``# noqa`` can be written safely for a finding (the file is left alone)."""
+
+
+def _tokens(text: str) -> list[tokenize.TokenInfo]:
+    """The tokens of ``text`` as Python reads it (``\\r\\n`` and ``\\r`` end lines, as for the compiler)."""
+    normal = _NEWLINES.sub("\n", text)
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(normal).readline))
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise NoqaPlacementError(f"cannot be tokenized ({exc})") from None
+
+
+def comment_lines(tokens: list[tokenize.TokenInfo]) -> list[int]:
+    """The lines (sorted) whose end is outside every string and not a ``\\`` continuation.
+
+    Only there can a comment go: Python ends each such line with a NEWLINE or NL token, and no
+    other (a line inside a multi-line string, or continued with a backslash, has neither).
+    """
+    return sorted({t.start[0] for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL)})
+
+
+def _signature(tokens: list[tokenize.TokenInfo]) -> list[tuple]:
+    """What a comment at a line's end may not change: every token but comments and blank-line ends."""
+    return [(t.type, t.string, t.start[0] if t.type == tokenize.NEWLINE else t.start)
+            for t in tokens if t.type not in _LAYOUT]
+
+
 def add_noqa_to_text(text: str, findings: list[Finding], directives: Directives | None = None) -> tuple[str, int]:
-    """``text`` with suppressions for ``findings``, and how many lines got one."""
+    """``text`` with suppressions for ``findings``, and how many lines got one.
+
+    Each ``# noqa`` goes at the end of the first line, from the finding's, where a comment can
+    end a line: past a multi-line string and past ``\\`` continuations, never inside a string.
+    The result is checked before it is returned: its tokens (comments aside) are the original's,
+    and a scan of it finds every finding suppressed, so a second run changes nothing. When that
+    cannot be done, :class:`NoqaPlacementError` says why and nothing is changed.
+    """
     directives = directives if directives is not None else scan(text)
+    # NRN901 is fixed by removing a code, not by another noqa
+    todo = [f for f in findings if f.code != UNUSED_CODE and f.line >= 1]
+    if not todo:
+        return text, 0
+    tokens = _tokens(text)
+    safe = comment_lines(tokens)
     wanted: dict[int, list[str]] = {}
-    for f in findings:
-        if f.code == UNUSED_CODE:
-            continue  # an unused-suppression finding is fixed by removing it, not by another noqa
-        codes = wanted.setdefault(directives.target_line(f.line), [])
+    for f in todo:
+        if _suppressor(f, directives) is not None:
+            continue  # already silenced (a directive where the string or continued line ends)
+        i = bisect.bisect_left(safe, f.line)
+        if i == len(safe):
+            raise NoqaPlacementError(f"no line at or after line {f.line} can hold a comment")
+        codes = wanted.setdefault(safe[i], [])
         if f.code not in codes:
             codes.append(f.code)
     if not wanted:
@@ -60,10 +112,16 @@ def add_noqa_to_text(text: str, findings: list[Finding], directives: Directives 
             at = existing.code_spans[-1][1]
             body = body[:at] + "".join(f", {c}" for c in missing) + body[at:]
         else:
-            body = body.rstrip() + f"  # noqa: {', '.join(sorted(codes))}"
+            body = body.rstrip(" \t\f") + f"  # noqa: {', '.join(sorted(codes))}"
         lines[n - 1] = body + ending
         changed += 1
-    return "".join(lines), changed
+    new_text = "".join(lines)
+    if _signature(_tokens(new_text)) != _signature(tokens):
+        raise NoqaPlacementError("a comment would change the code; left alone")
+    after = scan(new_text)
+    if any(_suppressor(f, after) is None for f in todo):
+        raise NoqaPlacementError("a comment here would not be read as a suppression; left alone")
+    return new_text, changed
 
 
 def write_atomic(path: Path, data: bytes, original: bytes | None = None, st: os.stat_result | None = None) -> None:
@@ -105,7 +163,10 @@ def add_noqa(paths: list[str], settings: Settings, catalog: Catalog | None = Non
             result.errors.append(FileError(shown, "changed on disk while noqa comments were being added; left alone"))
             continue
         except ReadOnly:
-            result.errors.append(FileError(shown, "is read-only; left alone"))
+            result.errors.append(FileError(shown, "is read-only, or not writable by this user; left alone"))
+            continue
+        except NoqaPlacementError as exc:
+            result.errors.append(FileError(shown, f"cannot add noqa: {exc}"))
             continue
         except (OSError, SourceError, ParseError) as exc:
             result.errors.append(FileError(shown, f"cannot add noqa: {getattr(exc, 'strerror', None) or exc}"))

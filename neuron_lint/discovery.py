@@ -8,14 +8,15 @@ asked, so a scan never leaves the tree it was given or loops.
 
 from __future__ import annotations
 
-import fnmatch
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from .manifests import manifest_kind
-from .settings import Settings
+from .settings import GlobSet, Settings
 from .source import SourceError, read_source_bytes
 
 SKIP_DIRS = frozenset({
@@ -76,7 +77,7 @@ def _read_gitignore(directory: Path, parent: _Ignore | None, names=(".gitignore"
 
 def _repo_root(start: Path) -> Path | None:
     for d in (start, *start.parents):
-        if (d / ".git").exists():
+        if os.path.exists(d / ".git"):  # never raises (Path.exists() does on 3.11 for EACCES)
             return d
     return None
 
@@ -88,7 +89,7 @@ def _ancestor_ignores(directory: Path) -> _Ignore | None:
         return None
     chain: _Ignore | None = None
     exclude = root / ".git" / "info" / "exclude"
-    if exclude.is_file():
+    if os.path.isfile(exclude):
         chain = _read_gitignore(root / ".git" / "info", None, ("exclude",))
         if chain is not None:
             chain.base = root
@@ -98,34 +99,53 @@ def _ancestor_ignores(directory: Path) -> _Ignore | None:
     return chain
 
 
-def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
+def _excluded(path: Path, patterns: GlobSet) -> bool:
+    """Whether ``exclude``/``extend-exclude`` (compiled once per run, see Settings.exclude_globs)
+    match ``path``: its name, the whole path, a tail after a ``/``, or, for the patterns a
+    configuration file anchored to its folder (see config.anchored), the absolute path."""
+    return patterns.match(path)
+
+
+def _force_excluded(path: Path, patterns: GlobSet) -> bool:
+    """With ``force_exclude``: a named file is skipped when it or a folder above it is excluded."""
     if not patterns:
         return False
-    posix = path.as_posix()
-    name = path.name
-    if any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(posix, p) or fnmatch.fnmatchcase(posix, f"*/{p}") for p in patterns):
-        return True
-    # patterns a configuration file anchored to its folder (see config.anchored)
-    return any(fnmatch.fnmatchcase(Path(os.path.abspath(path)).as_posix(), p) for p in patterns if os.path.isabs(p))
-
-
-def _force_excluded(path: Path, patterns: tuple[str, ...]) -> bool:
-    """With ``force_exclude``: a named file is skipped when it or a folder above it is excluded."""
     rel = Path(os.path.normpath(path))
     return any(_excluded(p, patterns) for p in (rel, *rel.parents) if p.name)
+
+
+def _kind(path: Path) -> tuple[str | None, str]:
+    """("dir" | "file" | "other", "") for a path that exists, else (None, why it cannot be used).
+
+    ``os.stat`` with the error kept, not ``Path.exists()``/``is_dir()``: on Python 3.11 those raise
+    ``PermissionError`` for a path under a folder without search permission, and ``os.path.exists``
+    would call such a path missing.
+    """
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return (None, "no such file or directory") if not os.path.islink(path) else ("other", "")
+    except ValueError:  # a NUL in the name
+        return None, "no such file or directory"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "other", ""  # a symlink loop: the reader says so
+        return None, f"cannot be read: {exc.strerror or exc}"
+    return ("dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"), ""
 
 
 def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | Missing]:
     """Yield files to check (and ``Missing`` for named paths that do not exist), without repeats."""
     seen: set[str] = set()
-    excludes = settings.exclude + settings.extend_exclude
+    excludes = settings.exclude_globs()
     for raw in paths:
         path = Path(raw)
-        if not os.path.lexists(path):
-            yield Missing(raw, "no such file or directory")
+        kind, why = _kind(path)
+        if kind is None:
+            yield Missing(raw, why)
             continue
-        if path.is_dir():
-            start = path.resolve() if not path.is_symlink() else path.absolute()
+        if kind == "dir":
+            start = path.resolve() if not os.path.islink(path) else path.absolute()
             ignores = _ancestor_ignores(start) if settings.respect_gitignore else None
             for file in _walk(path, ignores, settings, excludes):
                 if isinstance(file, Missing):  # a folder that cannot be listed
@@ -144,7 +164,24 @@ def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | M
                 yield path
 
 
-def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: tuple[str, ...]) -> Iterator[Path | Missing]:
+def _has_pyvenv_cfg(directory: Path) -> bool:
+    """Whether ``directory`` holds a virtual environment's ``pyvenv.cfg``.
+
+    Raises ``OSError`` when the folder cannot be searched (``Path.exists()`` raised it on 3.11 and
+    aborted the run; ``os.path.exists`` would hide it): the caller names the folder and goes on.
+    """
+    try:
+        os.stat(directory / "pyvenv.cfg")
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False  # a pyvenv.cfg that is a symlink loop is no virtual environment
+        raise
+    return True
+
+
+def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: GlobSet) -> Iterator[Path | Missing]:
     stack: list[tuple[Path, _Ignore | None]] = [(top, ignores)]
     visited: set[tuple[int, int]] = set()
     while stack:
@@ -156,8 +193,13 @@ def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: tupl
         if (st.st_dev, st.st_ino) in visited:
             continue  # a symlink loop when following links
         visited.add((st.st_dev, st.st_ino))
-        if (directory / "pyvenv.cfg").exists() and directory != top:
+        try:
+            venv = _has_pyvenv_cfg(directory)
+        except OSError as exc:  # no search permission: nothing in it can be checked
+            yield Missing(str(directory), f"directory cannot be read: {exc.strerror or exc}")
             continue
+        if venv and directory != top:
+            continue  # a virtual environment
         here = _read_gitignore(directory.absolute(), inherited) if settings.respect_gitignore else None
         try:
             with os.scandir(directory) as it:

@@ -3,7 +3,9 @@
 Forms (the same habits as ruff and flake8):
 
 * ``x = y.cuda()  # noqa: NRN201`` (several codes: ``# noqa: NRN201, NRN101``) silences those
-  codes on that line; a bare ``# noqa`` silences every code on the line.
+  codes on that line; a bare ``# noqa`` silences every code on the line. Text after a code list
+  is a reason (``# noqa: NRN201 see ticket 12``); ``noqa:`` followed by text that is not a code
+  (``# noqa: see-ticket-12``) is not a directive and silences nothing (as in ruff).
 * ``# neuron-lint: noqa`` anywhere in a file silences the whole file;
   ``# neuron-lint: noqa: NRN301`` only those codes.
 
@@ -69,29 +71,47 @@ def physical_lines(text: str) -> list[str]:
     return _LINE_BREAK.split(text)
 
 
+def _directive(m: re.Match, comment: str, line: int, col: int, file_level: bool) -> Directive | None:
+    """The directive a regex match found, or None when it is not one.
+
+    ``# noqa:`` followed by text that is not a code list (``# noqa: see-ticket-12``) is not a
+    directive and silences nothing, as in ruff: a typo in a code list must not silence every
+    rule on the line. A later ``# noqa`` in the same comment still counts.
+    """
+    if m.group("codes") is None and comment[m.end():].lstrip().startswith(":"):
+        return None
+    codes = spans = None
+    if m.group("codes") is not None:
+        base = m.start("codes")
+        items = list(_ONE_CODE.finditer(m.group("codes")))
+        codes = tuple(c.group(0).upper() for c in items)
+        spans = tuple((col + base + c.start(), col + base + c.end()) for c in items)
+    return Directive(
+        line=line, start=col + m.start(), end=col + m.end(), codes=codes, code_spans=spans or (),
+        comment_start=col, comment_end=col + len(comment), file_level=file_level,
+    )
+
+
 def _parse_comment(comment: str, line: int, col: int) -> tuple[Directive | None, Directive | None]:
-    """(line directive, file directive) found in one comment token starting at ``col``."""
-    found: list[Directive | None] = [None, None]
-    for slot, regex in ((1, _FILE_RE), (0, _LINE_RE)):
-        m = regex.search(comment)
-        if m is None:
-            continue
-        after = comment[m.end():]
-        if m.group("codes") is None and after.lstrip().startswith(":"):
-            continue  # "# noqa: not-a-code" is not a directive (ruff ignores it too)
-        codes = spans = None
-        if m.group("codes") is not None:
-            base = m.start("codes")
-            items = list(_ONE_CODE.finditer(m.group("codes")))
-            codes = tuple(c.group(0).upper() for c in items)
-            spans = tuple((col + base + c.start(), col + base + c.end()) for c in items)
-        found[slot] = Directive(
-            line=line, start=col + m.start(), end=col + m.end(), codes=codes, code_spans=spans or (),
-            comment_start=col, comment_end=col + len(comment), file_level=bool(slot),
-        )
-        if slot == 1:
-            break  # "# neuron-lint: noqa" is not also a line directive
-    return found[0], found[1]
+    """(line directive, file directive) found in one comment token starting at ``col``.
+
+    A comment may hold several (``# noqa: see-ticket-12  # noqa: X``, ``# neuron-lint: noqa: Y
+    # noqa: X``): the first valid one of each kind counts.
+    """
+    on_file = on_line = None
+    taken: list[tuple[int, int]] = []
+    for m in _FILE_RE.finditer(comment):
+        taken.append(m.span())
+        on_file = _directive(m, comment, line, col, True)
+        if on_file is not None:
+            break
+    for m in _LINE_RE.finditer(comment):
+        if any(m.start() < b and m.end() > a for a, b in taken):
+            continue  # part of a file-level directive
+        on_line = _directive(m, comment, line, col, False)
+        if on_line is not None:
+            break
+    return on_line, on_file
 
 
 def _merge_ranges(ranges: list[tuple[int, int]]) -> dict[int, int]:
@@ -175,7 +195,7 @@ def scan(text: str) -> Directives:
         on_line, on_file = _parse_comment(comment, line, col)
         if on_file is not None:
             files.append(on_file)
-        elif on_line is not None and line not in lines:
+        if on_line is not None and line not in lines:
             lines[line] = on_line
     return Directives(lines, files, continuation)
 

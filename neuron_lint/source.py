@@ -61,9 +61,12 @@ def detect_encoding(data: bytes) -> tuple[str, bool]:
         if m:
             name = m.group(1).decode("ascii", "replace")
             try:
-                return codecs.lookup(name).name, False
+                info = codecs.lookup(name)
             except LookupError:
                 raise SourceError(f"unknown encoding {name!r} in coding cookie") from None
+            if not getattr(info, "_is_text_encoding", True):  # rot13, base64, zlib, hex...: Python refuses them too
+                raise SourceError(f"cannot be decoded: `{name}` is not a text encoding")
+            return info.name, False
         if i == 0 and line.strip() and not line.lstrip().startswith(b"#"):
             break  # the cookie may only be on line 2 if line 1 is a comment or blank
     return "utf-8", False
@@ -91,6 +94,10 @@ def decode(data: bytes) -> Source:
         raise SourceError(
             f"cannot be decoded as {encoding} (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
         ) from None
+    except LookupError:  # a codec that decodes to bytes, not text
+        raise SourceError(f"cannot be decoded: `{encoding}` is not a text encoding") from None
+    except (UnicodeError, ValueError, TypeError) as exc:  # a codec's own complaint (idna, punycode...)
+        raise SourceError(f"cannot be decoded as {encoding}: {exc}") from None
     return Source(text, encoding, bom, dominant_newline(text))
 
 
