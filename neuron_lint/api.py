@@ -146,28 +146,39 @@ def display_path(path: Path | str) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
-def check_file(path: Path | str, settings: Settings | None = None, catalog: Catalog | None = None) -> CheckResult:
-    """Check one file. Problems reading or parsing it become a :class:`FileError`, never an exception."""
+def read_file(path: Path | str, settings: Settings) -> bytes | FileError:
+    """The bytes of a source file (a regular file under the size limit), or the error to report."""
+    shown = display_path(path)
+    try:
+        return read_source_bytes(path, settings.max_file_bytes)
+    except SourceError as exc:
+        return FileError(shown, str(exc))
+    except FileNotFoundError:
+        reason = "is a broken symbolic link" if os.path.islink(path) else "vanished before it could be read"
+        return FileError(shown, reason)
+    except IsADirectoryError:
+        return FileError(shown, "is a directory")
+    except OSError as exc:
+        return FileError(shown, f"cannot be read: {exc.strerror or exc}")
+
+
+def check_file(path: Path | str, settings: Settings | None = None, catalog: Catalog | None = None,
+               data: bytes | FileError | None = None) -> CheckResult:
+    """Check one file. Problems reading or parsing it become a :class:`FileError`, never an exception.
+
+    ``data``: what :func:`read_file` gave for it, when the caller has read it already (the cache key
+    and the findings then describe the same bytes).
+    """
     settings = settings or Settings()
     shown = display_path(path)
     kind = manifest_kind(path)
     if kind is not None and kind != "setup.py":  # requirements, pyproject, setup.cfg, environment.yml
         return check_manifest(path, settings, catalog, shown)
     result = CheckResult()
-    try:
-        data = read_source_bytes(path, settings.max_file_bytes)
-    except SourceError as exc:
-        result.errors.append(FileError(shown, str(exc)))
-        return result
-    except FileNotFoundError:
-        reason = "is a broken symbolic link" if os.path.islink(path) else "vanished before it could be read"
-        result.errors.append(FileError(shown, reason))
-        return result
-    except IsADirectoryError:
-        result.errors.append(FileError(shown, "is a directory"))
-        return result
-    except OSError as exc:
-        result.errors.append(FileError(shown, f"cannot be read: {exc.strerror or exc}"))
+    if data is None:
+        data = read_file(path, settings)
+    if isinstance(data, FileError):
+        result.errors.append(data)
         return result
     try:
         source = decode(data)

@@ -27,7 +27,7 @@ from pathlib import Path
 from .api import analyze_source, display_path, parse
 from .catalog import Catalog, load_catalog
 from .errors import ParseError
-from .model import Edit, FileError, Finding
+from .model import FileError, Finding
 from .fixes.edits import apply_edits
 from .project_style import DEFAULT_LINE_LENGTH, line_length_of
 from .positions import LineIndex, split_lines
@@ -204,18 +204,21 @@ def atomic_write(path: str, data: bytes, original: bytes, st: os.stat_result) ->
     target = os.path.realpath(path)
     if not _same_file(target, original, st):
         raise FileChanged(path)
-    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise ReadOnly(path)  # the rename would bypass the protection: respect it
+    # The rename below needs only a writable folder; the file's own protection is what counts:
+    # no write bit at all (respected even by root), or a file this user may not write.
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not _may_write(target):
+        raise ReadOnly(path)
     directory, name = os.path.split(target)
     with signals_deferred():  # SIGINT/SIGTERM land after the swap or the clean-up, never between
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".neuron-lint.tmp", dir=directory)
+        # a short name whatever the file's (a 255-byte name leaves no room for a long suffix)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name[:TEMP_NAME_CHARS]}.", suffix=".nl-tmp", dir=directory)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
+            _keep_owner(tmp, st)  # before chmod: changing the owner clears setuid and setgid
             os.chmod(tmp, stat.S_IMODE(st.st_mode))
-            _keep_owner(tmp, st)
             if not _same_file(target, original, st):  # last look, right before the swap
                 raise FileChanged(path)
             os.replace(tmp, target)
@@ -228,7 +231,21 @@ def atomic_write(path: str, data: bytes, original: bytes, st: os.stat_result) ->
 
 
 class ReadOnly(Exception):
-    """The file has no write permission bit; a fix leaves it alone."""
+    """The file has no write permission bit, or this user may not write it; a fix leaves it alone."""
+
+
+#: Characters of the file's name kept in the temporary file's name.
+TEMP_NAME_CHARS = 32
+
+
+def _may_write(path: str) -> bool:
+    """May the effective user write ``path`` itself (not only replace it in its folder)?"""
+    try:
+        if os.access in os.supports_effective_ids:
+            return os.access(path, os.W_OK, effective_ids=True)
+        return os.access(path, os.W_OK)
+    except OSError:
+        return False
 
 
 def _keep_owner(tmp: str, st: os.stat_result) -> None:
@@ -270,6 +287,14 @@ def signals_deferred():
             signal.raise_signal(sig)
 
 
+def _round_trips(source, original: bytes) -> bool:
+    """Does writing the unchanged text back give the file's bytes? (Not for ``unicode_escape``...)"""
+    try:
+        return encode(source, source.text) == original
+    except (UnicodeError, LookupError):
+        return False
+
+
 def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalog | None = None, write: bool = True) -> FileFix:
     """Fix one file: write it (``write``) or only compute the diff. Never raises for a bad file."""
     settings = settings or Settings()
@@ -286,6 +311,10 @@ def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalo
         return out
     try:
         source = decode(original)
+        if not _round_trips(source, original):
+            out.error = FileError(shown, f"is written in {source.encoding}, which does not give back the bytes it "
+                                         "read; left alone (rewriting it would change lines no fix touched)")
+            return out
         limit = line_length_of(os.path.dirname(os.path.abspath(path)))
         result = fix_text(source.text, shown, settings, catalog, newline=source.newline, line_length=limit)
     except SourceError as exc:
@@ -309,7 +338,7 @@ def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalo
         except FileChanged:
             out.error = FileError(shown, "changed on disk while it was being fixed; left alone (run the fix again)")
         except ReadOnly:
-            out.error = FileError(shown, "is read-only; left alone")
+            out.error = FileError(shown, "is read-only, or not writable by this user; left alone")
         except UnicodeEncodeError:
             out.error = FileError(shown, f"the fixed text cannot be written as {source.encoding}; left alone")
         except OSError as exc:

@@ -10,6 +10,7 @@ the state of the cache: findings sorted, file errors in the order the files were
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from typing import Iterable
 
@@ -30,6 +31,43 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+#: The most worker processes a run starts, whatever ``--jobs`` asks for.
+MAX_WORKERS = 64
+#: Open files one worker costs the main process (its pipes), and those kept for everything else.
+_FDS_PER_WORKER, _FDS_KEPT = 4, 64
+
+
+def worker_count(jobs: int | None, files: int) -> int:
+    """Processes for ``files`` files: ``jobs`` (None or 0: one per CPU), at most :data:`MAX_WORKERS`
+    and no more than the open-file limit leaves room for."""
+    wanted = jobs if jobs and jobs > 0 else available_cpus()
+    limit = MAX_WORKERS
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY:
+            limit = min(limit, max(1, (soft - _FDS_KEPT) // _FDS_PER_WORKER))
+    except (ImportError, OSError, ValueError):
+        pass
+    return max(1, min(wanted, limit, files))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Make this worker end when the main process does (even by SIGKILL, e.g. a CI timeout)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal as _signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(_signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError, ValueError):
+            pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
 def _signature(st: os.stat_result) -> tuple[int, int]:
     return (st.st_size, st.st_mtime_ns)
 
@@ -38,7 +76,9 @@ def _signature(st: os.stat_result) -> tuple[int, int]:
 _STATE: dict = {}
 
 
-def _init_worker(settings, catalog, cache, work=None) -> None:
+def _init_worker(settings, catalog, cache, work=None, parent: int | None = None) -> None:
+    if parent is not None:
+        _die_with_parent(parent)
     _STATE.update(settings=settings, catalog=catalog, cache=cache, work=work)
 
 
@@ -54,19 +94,25 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
         return item[0], work(item[1], _STATE["settings"], _STATE["catalog"])
 
     from . import analyzer
+    from .api import display_path, read_file
 
-    order, path, key, sig, _size = item
+    order, path, key, sig, _size = item[:5]
+    data = item[5] if len(item) > 5 else None  # read by the cache probe (serial runs)
+    cache = _STATE["cache"]
+    if cache is not None and data is None and key is not None:
+        data = read_file(path, _STATE["settings"])  # once: the key and the findings describe these bytes
+    if cache is not None and isinstance(data, bytes):
+        key = cache.key(data, display_path(path))
     # Whether an import is the project's own package depends on the folders around the file, not
     # only on its bytes: the entry keeps those answers, and a later run re-checks them.
     with analyzer.recorded_lookups() as looked_up:
-        result = check_file(path, _STATE["settings"], _STATE["catalog"])
-    cache = _STATE["cache"]
-    if cache is not None and key is not None:
+        result = check_file(path, _STATE["settings"], _STATE["catalog"], data)
+    if cache is not None and key is not None and isinstance(data, bytes):
         try:
             unchanged = _signature(os.stat(path)) == sig
         except OSError:
             unchanged = False
-        if unchanged:  # else the key describes other bytes than the ones just checked
+        if unchanged:  # a manifest is read again by its checker: only while the file stays as it was
             cache.put(key, result, looked_up)
     return order, result
 
@@ -116,33 +162,31 @@ def run(
             results[order] = CheckResult(errors=[FileError(item.path, item.reason)])
             continue
         path = str(item)
-        key = sig = None
+        key = sig = data = None
         try:
             st = os.stat(path)
             size = st.st_size
-            if cache is not None and size <= settings.max_file_bytes:
-                with open(path, "rb") as fh:
-                    data = fh.read()
+            if cache is not None and stat.S_ISREG(st.st_mode) and size <= settings.max_file_bytes:
                 if display is None:
-                    from .api import display_path as display
-                key = cache.key(data, display(path))
-                sig = _signature(st)
-                hit = cache.get(key)
-                if hit is not None and not _still_valid(hit[1]):
-                    hit = None
-                if hit is not None:
-                    hit = hit[0]
-                    results[order] = hit
-                    continue
+                    from .api import display_path as display, read_file
+                data = read_file(path, settings)  # regular files only, bounded: never a pipe or /dev/zero
+                if isinstance(data, bytes):
+                    key = cache.key(data, display(path))
+                    sig = _signature(st)
+                    hit = cache.get(key)
+                    if hit is not None and not _still_valid(hit[1]):
+                        hit = None
+                    if hit is not None:
+                        results[order] = hit[0]
+                        continue
         except OSError:  # check_file reports it
             size = 0
-        pending.append((order, path, key, sig, size))
+        pending.append((order, path, key, sig, size, data))
         pending_bytes += size
 
     advance = progress(len(results) + len(pending)) if progress is not None else _no_progress
     advance(len(results))
-    workers = jobs if jobs and jobs > 0 else available_cpus()
-    workers = min(workers, len(pending))
+    workers = worker_count(jobs, len(pending))
     if workers <= 1 or pending_bytes < SERIAL_BYTES or len(pending) < SERIAL_FILES:
         _init_worker(settings, catalog, cache)
         for item in pending:
@@ -170,7 +214,7 @@ def run_work(items: list[tuple[int, str, int]], settings, catalog: Catalog, work
     file whose worker died."""
     pending = [(order, path, None, None, size) for order, path, size in items]
     results: dict = {}
-    workers = min(jobs if jobs and jobs > 0 else available_cpus(), len(pending))
+    workers = worker_count(jobs, len(pending))
     if workers <= 1 or sum(i[4] for i in pending) < SERIAL_BYTES or len(pending) < SERIAL_FILES:
         _init_worker(settings, catalog, None, work)
         try:
@@ -185,16 +229,29 @@ def run_work(items: list[tuple[int, str, int]], settings, catalog: Catalog, work
 
 
 def _run_pool(pending, workers, settings, catalog, cache, results, advance=_no_progress, work=None, lost=None) -> None:
-    # Largest files first, so no worker is left with a big file at the end.
-    pending = sorted(pending, key=lambda item: -item[4])
+    # Largest files first, so no worker is left with a big file at the end. A worker reads each
+    # file itself (sending the probe's bytes would cost more than reading them again).
+    pending = sorted((item[:5] for item in pending), key=lambda item: -item[4])
     batch = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
     batches = [pending[i:i + batch] for i in range(0, len(pending), batch)]
     # Build the index before forking so every worker inherits it.
     from .index import build_index
 
     build_index(catalog, settings.enabled_codes(catalog))
-    initargs = (settings, catalog, cache, work)
-    if _pool_pass(batches, workers, initargs, results, advance):
+    initargs = (settings, catalog, cache, work, os.getpid())
+    try:
+        if _pool_pass(batches, workers, initargs, results, advance):
+            return
+    except OSError:  # no processes to be had (process or open-file limits): check here instead
+        _init_worker(settings, catalog, cache, work)
+        try:
+            for item in pending:
+                if item[0] not in results:
+                    order, result = _check_one(item)
+                    results[order] = result
+                    advance(1)
+        finally:
+            _STATE["work"] = None
         return
     # A worker died (killed for memory, or a crash in Python itself), which would leave a plain
     # multiprocessing pool waiting forever. Check what is left one file per process, to name the file.

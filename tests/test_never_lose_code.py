@@ -324,7 +324,7 @@ def test_add_noqa_writes_like_fix(tmp_path, monkeypatch):
     assert b"\n" not in data.replace(b"\r\n", b"")
     assert stat.S_IMODE(real.stat().st_mode) == 0o640
     assert protected.read_text() == SCRIPT
-    assert [e.reason for e in done.errors] == ["is read-only; left alone"]
+    assert [e.reason for e in done.errors] == ["is read-only, or not writable by this user; left alone"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.py", "real.py", "ro.py"]
 
 
