@@ -15,6 +15,7 @@ from typing import Iterator, List, Optional
 import typer
 
 from . import __version__
+from .render.safe_output import EscapingWriter, err_line, out_line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 #: Output formats that show each fix's text edits (computed with LibCST only for them).
@@ -32,7 +33,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"neuron-lint {__version__}")
+        out_line(f"neuron-lint {__version__}")
         raise typer.Exit(EXIT_OK)
 
 
@@ -44,7 +45,7 @@ def _main(
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> "typer.Exit":
-    typer.echo(f"neuron-lint: error: {message}", err=True)
+    err_line(f"neuron-lint: error: {message}")
     return typer.Exit(code)
 
 
@@ -66,7 +67,7 @@ def user_facing_errors(verbose: bool) -> Iterator[None]:
 def report_errors(result, verbose: bool = False) -> None:
     for err in result.errors:
         where = err.path if err.line is None else f"{err.path}:{err.line}:{err.col or 1}"
-        typer.echo(f"error: {where}: {err.reason}", err=True)
+        err_line(f"error: {where}: {err.reason}")
 
 
 @app.command()
@@ -122,7 +123,7 @@ def check(
 
             warn_old_torch(resolved, quiet)
 
-            fixed_code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet, jobs=jobs or None)
+            fixed_code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet, jobs=jobs or None, **fix_streams(diff))
             if diff:
                 raise typer.Exit(fixed_code)
         if add_noqa:
@@ -187,19 +188,24 @@ def fix_cmd(
             raise fail(str(exc))
         settings = resolved.settings
         warn_old_torch(resolved, quiet)
-        code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet, jobs=jobs or None)
+        code = run_fix(paths or ["."], settings, diff=diff, quiet=quiet, jobs=jobs or None, **fix_streams(diff))
         sys.stdout.flush()
     raise typer.Exit(code)
+
+
+def fix_streams(diff: bool) -> dict:
+    """Where ``run_fix`` writes: its messages name files, so control characters are made visible;
+    a diff goes out as it is (``patch`` and ``git apply`` read it)."""
+    return {"out": sys.stdout if diff else EscapingWriter(sys.stdout), "err": EscapingWriter(sys.stderr)}
 
 
 def warn_old_torch(resolved, quiet: bool) -> None:
     """The project supports a torch older than the fixes can target: say so before fixing."""
     if resolved.torch_below_floor and not quiet:
-        typer.echo(
+        err_line(
             f"neuron-lint: warning: the project declares torch {resolved.torch_below_floor} ({resolved.min_torch_from}), "
             f"but the fixes write torch.accelerator, which needs PyTorch {resolved.settings.min_torch}; "
-            "raise the project's torch requirement, or pass --min-torch to confirm",
-            err=True,
+            "raise the project's torch requirement, or pass --min-torch to confirm"
         )
 
 
@@ -211,7 +217,7 @@ def _add_noqa(paths: list[str], settings, quiet: bool, verbose: bool) -> None:
     report_errors(done, verbose)
     if not quiet:
         files = f" in {len(done.files)} file{'s' if len(done.files) != 1 else ''}" if done.files else ""
-        typer.echo(f"Added {done.added} noqa directive{'s' if done.added != 1 else ''}{files}.", err=True)
+        err_line(f"Added {done.added} noqa directive{'s' if done.added != 1 else ''}{files}.")
     raise typer.Exit(EXIT_ERROR if done.errors else EXIT_OK)
 
 
@@ -234,7 +240,7 @@ def clean_cmd() -> None:
         removed = clean(directory)
     except (OSError, ValueError) as exc:
         raise fail(f"cannot remove {directory}: {exc}")
-    typer.echo(f"Removed {directory}" if removed else f"No cache at {directory}")
+    out_line(f"Removed {directory}" if removed else f"No cache at {directory}")
 
 
 @app.command("report")
@@ -258,35 +264,32 @@ def report_cmd(
     be read or parsed (the report is still written and lists it).
     """
     with user_facing_errors(verbose):
-        try:
-            from .api import check_paths, iter_files
-            from .config import ConfigError, from_command_line
-            from .discovery import Missing
-            from .report import build_report, get_report_renderer
+        from .api import check_paths, iter_files
+        from .config import ConfigError, from_command_line
+        from .discovery import Missing
+        from .report import build_report, get_report_renderer
 
+        try:
+            renderer = get_report_renderer(report_format)
+            settings = from_command_line(paths or ["."], config=config, isolated=isolated, select=select,
+                                         extend_select=extend_select, ignore=ignore).settings
+        except (ValueError, ConfigError) as exc:
+            raise fail(str(exc))
+        roots = paths or ["."]
+        result = check_paths(roots, settings, jobs=jobs or None, cache=open_cache(settings, no_cache))
+        report_errors(result, verbose)
+        files = [str(f) for f in iter_files(roots, settings) if not isinstance(f, Missing)]
+        data = build_report(result, roots, files=files, top_files=top)
+        if output:
             try:
-                renderer = get_report_renderer(report_format)
-                settings = from_command_line(paths or ["."], config=config, isolated=isolated, select=select,
-                                             extend_select=extend_select, ignore=ignore).settings
-            except (ValueError, ConfigError) as exc:
-                raise fail(str(exc))
-            roots = paths or ["."]
-            result = check_paths(roots, settings, jobs=jobs or None, cache=open_cache(settings, no_cache))
-            report_errors(result, verbose)
-            files = [str(f) for f in iter_files(roots, settings) if not isinstance(f, Missing)]
-            data = build_report(result, roots, files=files, top_files=top)
-            if output:
-                with open(output, "w", encoding="utf-8", newline="\n") as fh:
+                with open(output, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
                     renderer(data, fh)
-                typer.echo(f"Wrote the {report_format} report to {output} ({data['verdict']}).", err=True)
-            else:
-                renderer(data, sys.stdout)
-                sys.stdout.flush()
-        except BrokenPipeError:  # the reader stopped early (`| head`): not an error
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise typer.Exit(EXIT_OK)
-        except OSError as exc:
-            raise fail(f"cannot write {output or 'the report'}: {exc.strerror or exc}")
+            except OSError as exc:
+                raise fail(f"cannot write {output}: {exc.strerror or exc}")
+            err_line(f"Wrote the {report_format} report to {output} ({data['verdict']}).")
+        else:  # the output layer (render.safe_output) deals with a closed pipe or a full disk
+            renderer(data, sys.stdout)
+            sys.stdout.flush()
     raise typer.Exit(EXIT_ERROR if result.errors else EXIT_OK)
 
 
@@ -304,11 +307,11 @@ def rules_cmd(
     if output_format == "json":
         import json
 
-        typer.echo(json.dumps([
+        sys.stdout.write(json.dumps([
             {"code": r.code, "name": r.name, "category": r.category, "confidence": r.confidence,
              "effort": r.effort, "fix": r.fix.safety if r.fix else None, "message": r.message, "url": r.url}
             for r in catalog.rules
-        ], indent=2))
+        ], indent=2) + "\n")
         return
     if output_format != "table":
         raise fail(f"unknown output format {output_format!r} (choose table or json)")
@@ -331,11 +334,20 @@ def rule_cmd(code: str = typer.Argument(..., help="A rule code such as NRN101, o
 
 
 def main() -> None:
-    """Console-script entry point."""
-    if os.environ.get("NO_COLOR") == "":
-        os.environ.pop("NO_COLOR")  # an empty NO_COLOR does not disable colour (no-color.org)
-    if sys.argv[1:2] == ["check"]:  # `check FILE...` as pre-commit runs it: skip the parser's set-up
-        from .fastpath import run_simple
+    """Console-script entry point. Everything written goes through :mod:`.render.safe_output`:
+    a closed pipe ends the output quietly with the run's exit code; a full disk is exit code 2."""
+    from .render.safe_output import finish, install
 
-        run_simple(check, sys.argv[2:])
-    app()
+    install()
+    code: object = 0
+    try:
+        if os.environ.get("NO_COLOR") == "":
+            os.environ.pop("NO_COLOR")  # an empty NO_COLOR does not disable colour (no-color.org)
+        if sys.argv[1:2] == ["check"]:  # `check FILE...` as pre-commit runs it: skip the parser's set-up
+            from .fastpath import run_simple
+
+            run_simple(check, sys.argv[2:])
+        app()
+    except SystemExit as exc:
+        code = exc.code
+    raise SystemExit(finish(code))

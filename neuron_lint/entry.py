@@ -9,10 +9,11 @@ import sys
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
         from . import __version__
+        from .render.safe_output import finish, install
 
+        install()
         sys.stdout.write(f"neuron-lint {__version__}\n")
-        sys.stdout.flush()
-        raise SystemExit(0)
+        raise SystemExit(finish(0))
     from .cli import main as cli_main
 
     cli_main()

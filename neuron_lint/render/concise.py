@@ -6,13 +6,14 @@ from typing import TextIO
 
 from ..model import CheckResult
 from . import RenderOptions
+from .safe_output import escape
 from .summary import summary_lines
 
 
 def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
     for f in result.findings:
         marker = " [*]" if f.fix and (f.fix.applicability == "safe" or options.unsafe_fixes) else ""
-        out.write(f"{f.path}:{f.line}:{f.col}: {f.code}{marker} {f.message}\n")
+        out.write(f"{escape(f.path)}:{f.line}:{f.col}: {f.code}{marker} {escape(f.message)}\n")
     if not options.quiet:
         for line in summary_lines(result, options.unsafe_fixes):
             out.write(line + "\n")

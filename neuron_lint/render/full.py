@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..model import CheckResult, Finding
 from . import RenderOptions
+from .safe_output import console_width, escape
 from .summary import summary_lines
 
 _CATEGORY_STYLE = {
@@ -24,7 +25,7 @@ _CATEGORY_STYLE = {
 
 
 def _console(out: TextIO, options: RenderOptions) -> Console:
-    kwargs = {"file": out, "highlight": False, "soft_wrap": True, "emoji": False}
+    kwargs = {"file": out, "highlight": False, "soft_wrap": True, "emoji": False, "width": console_width(out)}
     if options.color is False:
         kwargs["no_color"] = True
         kwargs["force_terminal"] = False
@@ -49,10 +50,14 @@ def _source_lines(path: str, cache: dict[str, list[str] | None]) -> list[str] | 
 def _snippet(f: Finding, lines: list[str]) -> Text | None:
     if not (1 <= f.line <= len(lines)):
         return None
-    text = lines[f.line - 1].expandtabs(1)
+    raw = lines[f.line - 1].expandtabs(1)
     width = len(str(f.line))
     start = max(f.col - 1, 0)
-    end = f.end_col - 1 if f.end_line == f.line else len(text)
+    end = f.end_col - 1 if f.end_line == f.line else len(raw)
+    # control characters in the line are shown escaped; the caret follows their escaped width
+    text = escape(raw)
+    if text != raw:
+        start, end = (len(escape(raw[:i])) + max(i - len(raw), 0) for i in (start, end))
     end = max(end, start + 1)
     out = Text()
     out.append(f"{' ' * width} |\n", style="blue")
@@ -69,11 +74,11 @@ def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
     for path, group in groupby(result.findings, key=lambda f: f.path):
         for f in group:
             head = Text()
-            head.append(f"{f.path}:{f.line}:{f.col}: ", style="bold")
+            head.append(f"{escape(f.path)}:{f.line}:{f.col}: ", style="bold")
             head.append(f.code, style=_CATEGORY_STYLE.get(f.category, "bold"))
             if f.fix and (f.fix.applicability == "safe" or options.unsafe_fixes):
                 head.append(" [*]", style="cyan")
-            head.append(" " + f.message)
+            head.append(" " + escape(f.message))
             console.print(head)
             if options.show_source:
                 lines = _source_lines(path, cache)
@@ -81,10 +86,10 @@ def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
                 if snippet is not None:
                     console.print(snippet)
             help_line = Text("  = help: ", style="cyan")
-            help_line.append(f.suggestion, style="")
+            help_line.append(escape(f.suggestion), style="")
             console.print(help_line)
             if f.fix_note:
-                console.print(Text(f"  = note: {f.fix_note}", style="dim"))
+                console.print(Text(f"  = note: {escape(f.fix_note)}", style="dim"))
             console.print()
     if not options.quiet:
         for line in summary_lines(result, options.unsafe_fixes):

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from ..model import CheckResult
 from . import RenderOptions
+from .safe_output import escape
 
 #: Categories whose findings break a run on Trainium are errors; the rest are warnings.
 ERROR_CATEGORIES = frozenset({"unsupported", "cuda-only-package"})
@@ -19,7 +20,9 @@ def level(category: str) -> str:
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message: % and line breaks percent-encoded (the runner decodes them),
+    every other control character made visible (the log viewer would act on an escape sequence)."""
+    return escape(text, keep="\r\n").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _prop(text: str) -> str:

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from ..model import CheckResult
 from . import RenderOptions
+from .safe_output import unicode_safe
 
 
 def finding_dicts(result: CheckResult) -> list[dict]:
@@ -18,5 +19,5 @@ def finding_dicts(result: CheckResult) -> list[dict]:
 
 
 def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
-    json.dump(finding_dicts(result), out, indent=2, ensure_ascii=False)
-    out.write("\n")
+    # strict UTF-8 even for a file name that is not: each undecodable byte becomes U+FFFD
+    out.write(unicode_safe(json.dumps(finding_dicts(result), indent=2, ensure_ascii=False)) + "\n")

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..catalog import FAMILY_TITLES, Catalog, Rule
+from .safe_output import console_width
 
 _SAFETY_TEXT = {
     "safe": "safe: on a CUDA machine the rewritten code does exactly what the old code did",
@@ -21,7 +22,7 @@ _SAFETY_TEXT = {
 
 
 def print_rules_table(catalog: Catalog, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, width=console_width())
     for category, rules in groupby(catalog.rules, key=lambda r: r.category):
         table = Table(title=FAMILY_TITLES.get(category, category), title_justify="left", expand=False)
         table.add_column("Code", style="bold", no_wrap=True)
@@ -36,7 +37,7 @@ def print_rules_table(catalog: Catalog, console: Console | None = None) -> None:
 
 
 def print_rule(rule: Rule, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, width=console_width())
     console.print(Text(f"{rule.code} {rule.name}", style="bold"), Text(f"  ({rule.category}, {rule.confidence})"))
     console.print()
     sections = [

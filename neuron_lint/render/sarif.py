@@ -18,16 +18,19 @@ from ..catalog import Rule, load_catalog
 from ..model import CheckResult, Finding
 from . import RenderOptions
 from .github import level
+from .safe_output import unicode_safe, uri_path
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/neuron-lint/neuron-lint"
 
 
 def _uri(path: str) -> dict:
+    """The file's URI, percent-encoding its bytes as the file system has them (a name that is not
+    UTF-8 keeps its exact bytes: ``bad%FF.py``)."""
     p = Path(path)
     if p.is_absolute():
-        return {"uri": p.as_uri()}
-    return {"uri": quote(p.as_posix()), "uriBaseId": "%SRCROOT%"}
+        return {"uri": p.as_uri()}  # as_uri quotes the path's bytes already
+    return {"uri": quote(uri_path(p.as_posix())), "uriBaseId": "%SRCROOT%"}
 
 
 def _rule(rule: Rule) -> dict:
@@ -125,5 +128,5 @@ def sarif_log(result: CheckResult) -> dict:
 
 
 def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
-    json.dump(sarif_log(result), out, indent=2, ensure_ascii=False)
-    out.write("\n")
+    # strict UTF-8: an undecodable byte in a message becomes U+FFFD (URIs keep it, percent-encoded)
+    out.write(unicode_safe(json.dumps(sarif_log(result), indent=2, ensure_ascii=False)) + "\n")

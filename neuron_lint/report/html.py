@@ -14,6 +14,7 @@ import re
 from html import escape
 from typing import TextIO
 
+from ..render.safe_output import unicode_safe
 from .legacy import summary_lines
 from .text import FIX_WORDS, LEVEL_WORDS, file_rules, pct, rules_text
 
@@ -213,7 +214,7 @@ def render(report: dict, out: TextIO) -> None:
         errors = "<section><h2>Files that could not be checked</h2>" + _table(
             [("file", False), ("reason", False)], [[f"<code>{e(x['path'])}</code>", e(x["reason"])] for x in report["errors"]]) + "</section>"
     roots = ", ".join(report["roots"])
-    out.write(f"""<!DOCTYPE html>
+    out.write(unicode_safe(f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline';">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -241,4 +242,4 @@ def render(report: dict, out: TextIO) -> None:
 <script type="application/json" id="report-data">{script_json(report)}</script>
 <script>{SCRIPT}</script>
 </body></html>
-""")
+"""))  # strict UTF-8: an undecodable byte in a file name becomes U+FFFD

@@ -6,6 +6,7 @@ import html
 import re
 from typing import TextIO
 
+from ..render.safe_output import escape
 from .legacy import summary_lines
 from .text import FIX_WORDS, LEVEL_WORDS, file_rules, pct, rules_text
 
@@ -15,7 +16,7 @@ MAX_BLOCKERS = 50
 
 def md(text: str) -> str:
     """Text for a table cell: no raw HTML outside code spans, no cell breaks, one line."""
-    text = str(text).replace("\r", " ").replace("\n", " ")
+    text = escape(str(text).replace("\r", " ").replace("\n", " "), keep="\t")
     parts = re.split(r"(`[^`]*`)", text)
     parts = [p if p.startswith("`") and p.endswith("`") and len(p) > 1 else html.escape(p, quote=False) for p in parts]
     return "".join(parts).replace("|", "\\|")
@@ -23,7 +24,7 @@ def md(text: str) -> str:
 
 def code(text: str) -> str:
     """An inline code span that survives any backticks in ``text``."""
-    text = str(text).replace("\n", " ")
+    text = escape(str(text).replace("\n", " "), keep="\t")
     ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}".replace("|", "\\|")
@@ -70,7 +71,7 @@ def render(report: dict, out: TextIO) -> None:
               f"  {md(b['suggestion'])}\n")
             if b["excerpt"]:
                 width = len(str(b["excerpt"][-1]["line"]))
-                lines = [f"{e['line']:>{width}} | {e['text']}" for e in b["excerpt"]]
+                lines = [f"{e['line']:>{width}} | {escape(e['text'], keep=chr(9))}" for e in b["excerpt"]]
                 w("\n" + "\n".join("  " + l for l in _fence(lines).splitlines()) + "\n\n")
         if len(report["blockers"]) > MAX_BLOCKERS:
             w(f"\n…and {len(report['blockers']) - MAX_BLOCKERS} more (`neuron-lint report --format json`).\n")

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..render.safe_output import console_width, escape
 from .legacy import summary_lines
 from .text import FIX_WORDS, LEVEL_WORDS, file_rules, pct, rules_text
 
@@ -19,7 +20,7 @@ MAX_BLOCKERS = 20
 def _console(out: TextIO) -> Console:
     no_color = bool(os.environ.get("NO_COLOR"))
     return Console(file=out, highlight=False, emoji=False, no_color=no_color, soft_wrap=False,
-                   width=int(os.environ.get("COLUMNS", 0)) or None)
+                   width=console_width(out))
 
 
 def render(report: dict, out: TextIO) -> None:
@@ -71,7 +72,7 @@ def render(report: dict, out: TextIO) -> None:
     for col in ("findings", "blockers", "points"):
         pk.add_column(col, justify="right")
     for p in report["packages"]:
-        pk.add_row(p["name"], Text(p["verdict"], style=VERDICT_STYLE[p["verdict"]]), str(p["findings"]),
+        pk.add_row(Text(escape(p["name"])), Text(p["verdict"], style=VERDICT_STYLE[p["verdict"]]), str(p["findings"]),
                    str(p["blockers"]), str(p["effort"]["points"]))
     c.print(pk)
     c.print()
@@ -79,11 +80,11 @@ def render(report: dict, out: TextIO) -> None:
     if report["blockers"]:
         c.print(Text(f"Blockers ({len(report['blockers'])})", style="bold red"))
         for b in report["blockers"][:MAX_BLOCKERS]:
-            line = Text(f"  {b['path']}:{b['line']}:{b['column']}: ", style="bold")
+            line = Text(f"  {escape(b['path'])}:{b['line']}:{b['column']}: ", style="bold")
             line.append(b["code"], style="red")
-            line.append(f" [{b['effort']}] {b['message']}")
+            line.append(f" [{b['effort']}] {escape(b['message'])}")
             c.print(line)
-            c.print(Text(f"      = help: {b['suggestion']}", style="cyan"))
+            c.print(Text(f"      = help: {escape(b['suggestion'])}", style="cyan"))
         if len(report["blockers"]) > MAX_BLOCKERS:
             c.print(Text(f"  ... and {len(report['blockers']) - MAX_BLOCKERS} more (see --format html or json)", style="dim"))
         c.print()
@@ -108,5 +109,5 @@ def render(report: dict, out: TextIO) -> None:
         files.add_column(col, justify="right")
     files.add_column("rules")
     for f in report["files"]:
-        files.add_row(f["path"], str(f["findings"]), str(f["blockers"]), str(f["effort"]["points"]), rules_text(file_rules(f)))
+        files.add_row(Text(escape(f["path"])), str(f["findings"]), str(f["blockers"]), str(f["effort"]["points"]), rules_text(file_rules(f)))
     c.print(files)
