@@ -243,3 +243,22 @@ def test_flag_lines_never_leave_an_empty_block():
     ast.parse(out)
     assert "pass" not in out and "_logger = logging.getLogger('validate')" in out
     assert 'torch.set_float32_matmul_precision("high")' in out  # the device-agnostic equivalent of TF32 on
+
+
+def test_the_edits_of_many_fixes_in_one_file_add_up_to_the_fix():
+    # JSON and SARIF carry each fix's edits; past a handful of fixes they come from one
+    # transformation of the file, and applied together they must give what `fix` writes.
+    from neuron_lint.api import check_source
+    from neuron_lint.fixes.edits import apply_edits
+    from neuron_lint.fixes.rewrite import ALONE_LIMIT
+
+    body = "".join(f"    x{i} = torch.ones({i + 1}).cuda()\n    y{i} = torch.zeros(2, device=\"cuda\")\n"
+                   for i in range(ALONE_LIMIT * 2))
+    src = "import torch\n\n\ndef main():\n" + body + "\n\nif __name__ == \"__main__\":\n    main()\n"
+    findings = check_source(src, "train.py", Settings(fix_edits=True))
+    fixable = [f for f in findings if f.fix is not None]
+    assert len(fixable) == ALONE_LIMIT * 4 and all(f.fix.edits for f in fixable)
+    together, applied = apply_edits(src, fixable)
+    assert len(applied) == len(fixable)
+    assert together == fix_text(src, "train.py", Settings()).text
+    ast.parse(together)

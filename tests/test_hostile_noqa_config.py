@@ -312,3 +312,41 @@ def test_a_folder_readable_but_not_searchable_is_named(tmp_path):
         locked.chmod(0o755)
     assert [(Path(e.path).name, e.reason) for e in result.errors] == [("locked", "directory cannot be read: Permission denied")]
     assert nrn201(result) == [("good.py", 2)]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to act as a second user")
+def test_a_folder_another_user_cannot_read_is_named_for_that_user():
+    # The same case as a real second user (the suite runs as root in CI): root's folder, mode 0700.
+    import json
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="nl-locked-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        locked = top / "locked"
+        locked.mkdir()
+        (locked / "hidden.py").write_text(CUDA)
+        (top / "good.py").write_text(CUDA)
+        (top / "good.py").chmod(0o644)
+        locked.chmod(0o700)
+        read_end, write_end = os.pipe()
+        child = os.fork()
+        if child == 0:
+            try:
+                os.close(read_end)
+                os.setgid(65534)
+                os.setuid(65534)
+                result = check_paths([str(top)], Settings(), jobs=1)
+                said = {"errors": [(Path(e.path).name, e.reason) for e in result.errors], "found": nrn201(result)}
+                os.write(write_end, json.dumps(said).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as fh:
+            said = json.loads(fh.read() or b"{}")
+        os.waitpid(child, 0)
+        assert said["errors"] == [["locked", "directory cannot be read: Permission denied"]]
+        assert said["found"] == [["good.py", 2]]
+    finally:
+        shutil.rmtree(top)

@@ -39,15 +39,23 @@ def minimal_edits(old: str, new: str) -> tuple[Edit, ...]:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        s, e = starts_a[i1], starts_a[i2]
-        t, u = starts_b[j1], starts_b[j2]
-        chunk_a, chunk_b = old[s:e], new[t:u]
-        p = _common_prefix(chunk_a, chunk_b)
-        q = _common_prefix(chunk_a[p:][::-1], chunk_b[p:][::-1])
-        start, end = s + p, e - q
-        line, col = lines.position(start)
-        end_line, end_col = lines.position(end)
-        out.append(Edit(line, col, end_line, end_col, chunk_b[p:len(chunk_b) - q]))
+        if tag == "replace" and i2 - i1 == j2 - j1:  # as many lines changed as replaced: one edit per line
+            blocks = [(i, i + 1, j, j + 1) for i, j in zip(range(i1, i2), range(j1, j2))]
+        else:
+            blocks = [(i1, i2, j1, j2)]
+        for a1, a2, b1, b2 in blocks:
+            s, e = starts_a[a1], starts_a[a2]
+            t, u = starts_b[b1], starts_b[b2]
+            chunk_a, chunk_b = old[s:e], new[t:u]
+            if chunk_a == chunk_b:
+                continue
+            p = _common_prefix(chunk_a, chunk_b)
+            q = _common_prefix(chunk_a[p:][::-1], chunk_b[p:][::-1])
+            q = min(q, len(chunk_a) - p, len(chunk_b) - p)
+            start, end = s + p, e - q
+            line, col = lines.position(start)
+            end_line, end_col = lines.position(end)
+            out.append(Edit(line, col, end_line, end_col, chunk_b[p:len(chunk_b) - q]))
     return tuple(out)
 
 

@@ -242,6 +242,11 @@ def rewrite_greedily(text: str, findings: list[Finding], settings: Settings, acc
     return Rewritten(best, kept)
 
 
+#: Up to this many fixes in one file, each fix's edits are computed on their own (one transformation
+#: each); above it, from one transformation of them all (linear time, see :func:`_joint_edits`).
+ALONE_LIMIT = 16
+
+
 def with_edits(text: str, findings: list[Finding], settings: Settings) -> list[Finding]:
     """The findings, each planned fix given the minimal edits it makes on its own.
 
@@ -251,6 +256,8 @@ def with_edits(text: str, findings: list[Finding], settings: Settings) -> list[F
     if not planned:
         return findings
     module = parse(text)
+    if module is not None and len(planned) > ALONE_LIMIT:
+        return _joint_edits(text, module, findings, planned, settings)
     out = list(findings)
     for i in planned:
         f = findings[i]
@@ -263,4 +270,41 @@ def with_edits(text: str, findings: list[Finding], settings: Settings) -> list[F
             out[i] = replace(f, fix=None, fix_note=f"not rewritten: {why}")
             continue
         out[i] = replace(f, fix=replace(f.fix, edits=minimal_edits(text, new)))
+    return out
+
+
+def _joint_edits(text: str, module: Module, findings: list[Finding], planned: list[int], settings: Settings) -> list[Finding]:
+    """Edits for many fixes from one transformation of them all.
+
+    Each changed span goes to the fix whose target holds it; a span outside every target (an
+    import, the device definition) goes to the first fix in the file that was applied, so applying
+    every fix's edits gives exactly what ``fix`` writes. A fix the tree refused, or one that shares
+    its node with another fix in this pass, gets edits of its own the slow way.
+    """
+    wanted = [findings[i] for i in planned]
+    new, apply = _transform(module, wanted, settings)
+    out = list(findings)
+    applied = set(apply.applied)
+    spans = {k: f.fix.target[:4] for k, f in enumerate(wanted)}
+    owned: dict[int, list] = {k: [] for k in applied}
+    shared: list = []
+    for edit in minimal_edits(text, new):
+        start, end = (edit.line, edit.col), (edit.end_line, edit.end_col)
+        owner = next((k for k in sorted(applied, key=lambda k: spans[k])
+                      if (spans[k][0], spans[k][1]) <= start and end <= (spans[k][2], spans[k][3])), None)
+        (owned[owner] if owner is not None else shared).append(edit)
+    first = min(applied, key=lambda k: spans[k], default=None)
+    if first is not None:
+        owned[first] = sorted(owned[first] + shared, key=lambda e: (e.line, e.col))
+    for k, i in enumerate(planned):
+        f = findings[i]
+        if k in applied:
+            out[i] = replace(f, fix=replace(f.fix, edits=tuple(owned[k])))
+            continue
+        alone, one = _transform(module, [f], settings)
+        if not one.applied:
+            why = one.declined.get(0, "the rewrite did not apply to this code")
+            out[i] = replace(f, fix=None, fix_note=f"not rewritten: {why}")
+        else:
+            out[i] = replace(f, fix=replace(f.fix, edits=minimal_edits(text, alone)))
     return out
