@@ -95,17 +95,38 @@ def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str,
                 new, used = candidate, kept
             else:
                 result.rejected.append(f)
-    if used and not _long_lines(current, limit) and _long_lines(new, limit):
-        # A file within the project's line length stays within it (ruff E501): keep the fixes that
-        # fit together, leave the others to a person. (A file already past it is not held to it.)
-        from .fixes.rewrite import rewrite_greedily
+    before = _long_lines(current, limit)
+    if used and _long_lines(new, limit) > before:
+        # No fix adds a line past the project's line length (ruff E501; `ruff format` would break
+        # it up): drop the fixes on the lines that grew too long, and leave them to a person.
+        def fits(text: str) -> bool:
+            return _long_lines(text, limit) <= before and _parses(text, path)
 
-        done = rewrite_greedily(current, used, settings, lambda t: not _long_lines(t, limit) and _parses(t, path))
-        too_long = [f for f in used if f not in done.applied]
+        culprits = _on_long_lines(current, new, used, limit)
+        kept = [f for f in used if f not in culprits]
+        candidate, applied = _apply(current, kept, settings, newline) if kept else (current, [])
+        if not (fits(candidate) and len(applied) == len(kept)):  # rare: fall back to one fix at a time
+            from .fixes.rewrite import rewrite_greedily
+
+            done = rewrite_greedily(current, used, settings, fits)
+            candidate, applied = done.text, list(done.applied)
+        too_long = [f for f in used if f not in applied]
         result.rejected.extend(too_long)
         result.too_long.extend(too_long)
-        new, used = done.text, list(done.applied)
+        new, used = candidate, list(applied)
     return new, used
+
+
+def _on_long_lines(current: str, new: str, fixes: list[Finding], limit: int) -> list[Finding]:
+    """The fixes whose target lies on lines that became longer than ``limit``."""
+    a, b = split_lines(current), split_lines(new)
+    grown: set[int] = set()  # 1-based lines of ``current``
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "replace" and i2 - i1 == j2 - j1:  # line for line
+            grown.update(i + 1 for i, j in zip(range(i1, i2), range(j1, j2)) if len(b[j]) > limit)
+        elif tag != "equal" and any(len(b[j]) > limit for j in range(j1, j2)):
+            grown.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+    return [f for f in fixes if any(line in grown for line in range(f.fix.target[0], f.fix.target[2] + 1))]
 
 
 def _identity(f: Finding, lines: LineIndex) -> tuple:

@@ -262,3 +262,18 @@ def test_the_edits_of_many_fixes_in_one_file_add_up_to_the_fix():
     assert len(applied) == len(fixable)
     assert together == fix_text(src, "train.py", Settings()).text
     ast.parse(together)
+
+
+def test_no_fix_adds_a_line_past_the_line_length_even_in_a_file_that_has_long_lines():
+    long_comment = "# " + "x" * 110  # already past 88: the file fails E501 before the fix
+    tight = "    all_valid_tokens = torch.tensor(number_of_tokens, dtype=torch.float, device=\"cuda\")"
+    assert len(tight) <= 88 < len(tight) - len('"cuda"') + len("DEVICE.type")
+    src = ("import torch\n\n" + long_comment + "\n\n\ndef main(number_of_tokens):\n" + tight + "\n"
+           "    y = torch.ones(2).cuda()\n    return all_valid_tokens, y\n\n\n"
+           "if __name__ == \"__main__\":\n    main(3)\n")
+    result = fix_text(src, "train.py", Settings())
+    long_lines = [line for line in result.text.splitlines() if len(line) > 88]
+    assert long_lines == [long_comment]  # the tight line is left as it was, with a note
+    assert tight in result.text and ".cuda()" not in result.text
+    (left,) = [f for f in result.remaining if f.code == "NRN202"]
+    assert "88 characters" in left.fix_note
