@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import io
 import os
 import signal
 import stat
 import tempfile
 import threading
+import tokenize
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -96,9 +98,11 @@ def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str,
             else:
                 result.rejected.append(f)
     before = _long_lines(current, limit)
-    if used and _long_lines(new, limit) > before:
-        # No fix adds a line past the project's line length (ruff E501; `ruff format` would break
-        # it up): drop the fixes on the lines that grew too long, and leave them to a person.
+    if used and _long_lines(new, limit) > before and not _long_code_lines(current, limit):
+        # A file whose code keeps within the project's line length (its long lines, if any, are
+        # comments and strings no formatter can break) stays so: no fix adds a line past it (ruff
+        # E501; `ruff format` would break it up). The fixes on lines grown too long are dropped and
+        # left to a person. (A file with long code lines is not held to a length it does not keep.)
         def fits(text: str) -> bool:
             return _long_lines(text, limit) <= before and _parses(text, path)
 
@@ -115,6 +119,24 @@ def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str,
         result.too_long.extend(too_long)
         new, used = candidate, list(applied)
     return new, used
+
+
+def _long_code_lines(text: str, limit: int) -> int:
+    """Lines past ``limit`` that are long because of their code, not of a comment or a string."""
+    lines = split_lines(text)
+    long = {n for n, line in enumerate(lines, 1) if len(line) > limit}
+    if not long:
+        return 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            (row, col), (end_row, end_col) = tok.start, tok.end
+            if tok.type == tokenize.COMMENT and col <= limit:
+                long.discard(row)
+            elif tok.type == tokenize.STRING and (end_row > row or end_col - col >= 20):
+                long.difference_update(range(row, end_row + 1))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return len(long)
 
 
 def _on_long_lines(current: str, new: str, fixes: list[Finding], limit: int) -> list[Finding]:
