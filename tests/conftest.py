@@ -36,6 +36,27 @@ def cli():
     return run_cli
 
 
+def as_other_user(work) -> bytes:
+    """Run ``work()`` (returning bytes) in a forked child that has become user and group 65534
+    (``nobody``), with this process's imports; its bytes. Only as root: the permission cases need a
+    second user, and another user may not be able to exec the interpreter of a venv under /root."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(read_end)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write_end, work())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        said = fh.read()
+    os.waitpid(child, 0)
+    return said
+
+
 #: Test modules whose tests start subprocesses, tools or a browser throughout.
 SLOW_MODULES = {"test_wheel", "test_precommit", "test_report_html", "test_startup", "test_fix_project", "test_xla_example"}
 

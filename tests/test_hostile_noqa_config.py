@@ -14,6 +14,7 @@ import tokenize
 from pathlib import Path
 
 import pytest
+from conftest import as_other_user
 
 from neuron_lint import config, discovery
 from neuron_lint.add_noqa import add_noqa, add_noqa_to_text
@@ -330,22 +331,12 @@ def test_a_folder_another_user_cannot_read_is_named_for_that_user():
         (top / "good.py").write_text(CUDA)
         (top / "good.py").chmod(0o644)
         locked.chmod(0o700)
-        read_end, write_end = os.pipe()
-        child = os.fork()
-        if child == 0:
-            try:
-                os.close(read_end)
-                os.setgid(65534)
-                os.setuid(65534)
-                result = check_paths([str(top)], Settings(), jobs=1)
-                said = {"errors": [(Path(e.path).name, e.reason) for e in result.errors], "found": nrn201(result)}
-                os.write(write_end, json.dumps(said).encode())
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        with os.fdopen(read_end, "rb") as fh:
-            said = json.loads(fh.read() or b"{}")
-        os.waitpid(child, 0)
+        def check_it() -> bytes:
+            result = check_paths([str(top)], Settings(), jobs=1)
+            said = {"errors": [(Path(e.path).name, e.reason) for e in result.errors], "found": nrn201(result)}
+            return json.dumps(said).encode()
+
+        said = json.loads(as_other_user(check_it) or b"{}")
         assert said["errors"] == [["locked", "directory cannot be read: Permission denied"]]
         assert said["found"] == [["good.py", 2]]
     finally:

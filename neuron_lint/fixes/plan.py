@@ -319,6 +319,14 @@ class PlanContext:
             return {}, f"the module already uses the name {DEVICE_HELPER} for something else"
         return {"device": "library"}, ""
 
+    def device_or_note(self, hit, node: ast.AST) -> dict | None:
+        """:meth:`device_choice` for ``hit``'s site, or None after noting why there is none."""
+        data, why = self.device_choice(node)
+        if not data:
+            self.note(hit, f"not rewritten: {why}")
+            return None
+        return data
+
     # ------------------------------------------------------------------ settings and results
     def allows(self, since: str) -> bool:
         """Whether ``--min-torch`` permits emitting an API first released in ``since``."""

@@ -38,9 +38,8 @@ class CudaCall:
         if index is not None and not (isinstance(index, ast.Constant) and index.value is None) and not looks_like_index(index):
             ctx.note(hit, "not rewritten: the argument may be a device object rather than an index; write `.to(device)` by hand")
             return None
-        data, why = ctx.device_choice(call)
-        if not data:
-            ctx.note(hit, f"not rewritten: {why}")
+        data = ctx.device_or_note(hit, call)
+        if data is None:
             return None
         return ctx.propose(hit, call, "Call", "Move to the current accelerator with `.to(...)`", data)
 

@@ -28,9 +28,8 @@ class DeviceComparison:
         if region is None:
             ctx.note(hit, f"not rewritten: {why}")
             return None
-        data, why = ctx.device_choice(cmp)
-        if not data:
-            ctx.note(hit, f"not rewritten: {why}")
+        data = ctx.device_or_note(hit, cmp)
+        if data is None:
             return None
         data.update(region=region, negated=negated, cuda_left=isinstance(cmp.left, ast.Constant))
         return ctx.propose(hit, cmp, "Comparison", "Compare with the current accelerator's device type", data)

@@ -130,9 +130,8 @@ def device_data(ctx, hit, node, import_ok: bool = False) -> dict | None:
     if not ctx.neuron and not ctx.allows("2.6"):
         ctx.note(hit, "not rewritten: `torch.accelerator` needs PyTorch 2.6 (raise --min-torch to use it)")
         return None
-    data, why = ctx.device_choice(node)
-    if not data:
-        ctx.note(hit, f"not rewritten: {why}")
+    data = ctx.device_or_note(hit, node)
+    if data is None:
         return None
     how = data.get("device")
     if how != "neuron" and not ctx.at_module_level(node) and _runs_at_import(ctx, node):

@@ -38,9 +38,8 @@ class XlaDevice:
             return None
         if call.args:
             applicability = "unsafe"
-        data, why = ctx.device_choice(call)
-        if not data:
-            ctx.note(hit, f"not rewritten: {why}")
+        data = ctx.device_or_note(hit, call)
+        if data is None:
             return None
         if not fits(ctx, hit, call, len("_current_device()")):
             return None
@@ -57,9 +56,8 @@ class XlaDevice:
             return None
         if isinstance(parent, ast.Compare) or (isinstance(parent, (ast.Tuple, ast.List, ast.Set)) and isinstance(ctx.parent(parent), ast.Compare)):
             return ctx.propose(hit, node, "SimpleString", "Compare with the native device type `neuron`", {"mode": "neuron"})
-        data, why = ctx.device_choice(node)
-        if not data:
-            ctx.note(hit, f"not rewritten: {why}")
+        data = ctx.device_or_note(hit, node)
+        if data is None:
             return None
         if not fits(ctx, hit, node, len("DEVICE.type")):
             return None

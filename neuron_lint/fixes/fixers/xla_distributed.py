@@ -166,9 +166,8 @@ class XlaDistributed:
         if not ctx.allows("2.6"):
             ctx.note(hit, "not rewritten: `get_default_backend_for_device` needs PyTorch 2.6 (--min-torch)")
             return None
-        data, why = ctx.device_choice(node)
-        if not data:
-            ctx.note(hit, f"not rewritten: {why}")
+        data = ctx.device_or_note(hit, node)
+        if data is None:
             return None
         if not fits(ctx, hit, node, len("dist.get_default_backend_for_device(DEVICE)")):
             return None

@@ -43,9 +43,8 @@ class XlaPrecision:
             ctx.note(hit, "not rewritten: `**kwargs` may carry a dtype")
             return None
         has_dtype = any(k.arg == "dtype" for k in call.keywords) or len(call.args) > 1
-        data, why = ctx.device_choice(call)
-        if not data:
-            ctx.note(hit, f"not rewritten: {why}")
+        data = ctx.device_or_note(hit, call)
+        if data is None:
             return None
         grow = (3 if ctx.neuron else 8) + (0 if has_dtype else len(", dtype=torch.bfloat16"))
         if not fits(ctx, hit, call, len(ctx.segment(call)) + grow):
