@@ -18,6 +18,9 @@ from pathlib import Path
 
 from .catalog import Catalog, load_catalog
 from .discovery import PY_SUFFIXES
+from .manifest_noqa import KINDS as MANIFEST_KINDS, ManifestNoqaError, add_noqa_to_manifest
+from .manifests import manifest_kind
+from .notebook import NotebookError, is_notebook, join_cells, parse_notebook, validate, with_sources
 from .model import FileError, Finding
 from .noqa import UNUSED_CODE, Directives, _suppressor, scan
 from .settings import Settings
@@ -138,6 +141,7 @@ def write_atomic(path: Path, data: bytes, original: bytes | None = None, st: os.
 def add_noqa(paths: list[str], settings: Settings, catalog: Catalog | None = None) -> AddNoqaResult:
     """Add suppressions for every finding in the files under ``paths``."""
     from .api import analyze_source, check_paths
+    from .config_tree import settings_for
     from .errors import ParseError
     from .fixing import FileChanged, ReadOnly
 
@@ -147,31 +151,72 @@ def add_noqa(paths: list[str], settings: Settings, catalog: Catalog | None = Non
     result.errors.extend(checked.errors)
     for shown in sorted({f.path for f in checked.findings if f.code != UNUSED_CODE}):
         path = Path(shown)
-        if not shown.endswith(PY_SUFFIXES):
-            continue  # a dependency manifest: silence it with per-file-ignores instead
+        kind = manifest_kind(shown) if not shown.endswith(PY_SUFFIXES) else None
+        if not shown.endswith(PY_SUFFIXES) and not is_notebook(shown) and kind not in MANIFEST_KINDS:
+            continue  # setup.cfg: silence it with per-file-ignores instead
 
+        own = settings_for(settings, path)  # the file's own configuration
         try:
             st = os.stat(path)
             original = path.read_bytes()
-            source = decode(original)
-            # analyse again: the file is written from exactly the text its findings came from
-            findings, _ = analyze_source(source.text, shown, settings, catalog)
-            new_text, n = add_noqa_to_text(source.text, findings)
+            if kind is not None:
+                data, n = _noqa_manifest(original, kind, shown, own, catalog)
+            elif is_notebook(shown):
+                data, n = _noqa_notebook(original, shown, own, catalog)
+            else:
+                source = decode(original)
+                # analyse again: the file is written from exactly the text its findings came from
+                findings, _ = analyze_source(source.text, shown, own, catalog)
+                new_text, n = add_noqa_to_text(source.text, findings)
+                data = encode(source, new_text)
             if n:
-                write_atomic(path, encode(source, new_text), original, st)
+                write_atomic(path, data, original, st)
         except FileChanged:
             result.errors.append(FileError(shown, "changed on disk while noqa comments were being added; left alone"))
             continue
         except ReadOnly:
             result.errors.append(FileError(shown, "is read-only, or not writable by this user; left alone"))
             continue
-        except NoqaPlacementError as exc:
+        except (NoqaPlacementError, ManifestNoqaError) as exc:
             result.errors.append(FileError(shown, f"cannot add noqa: {exc}"))
             continue
-        except (OSError, SourceError, ParseError) as exc:
+        except (OSError, SourceError, ParseError, NotebookError) as exc:
             result.errors.append(FileError(shown, f"cannot add noqa: {getattr(exc, 'strerror', None) or exc}"))
             continue
         if n:
             result.added += n
             result.files.append(shown)
     return result
+
+
+def _noqa_manifest(original: bytes, kind: str, shown: str, settings: Settings, catalog: Catalog) -> tuple[bytes, int]:
+    """A requirements file, pyproject.toml or environment.yml with a ``# noqa`` on each line with findings."""
+    bom = original.startswith(b"\xef\xbb\xbf")
+    try:
+        text = original.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SourceError("is not UTF-8 text") from None
+    new_text, n = add_noqa_to_manifest(text, kind, shown, settings, catalog)
+    return (b"\xef\xbb\xbf" if bom else b"") + new_text.encode("utf-8"), n
+
+
+def _noqa_notebook(original: bytes, shown: str, settings: Settings, catalog: Catalog) -> tuple[bytes, int]:
+    """A notebook with a ``# noqa`` for every finding, written into the cells' sources."""
+    from .api import analyze_source
+
+    nb = parse_notebook(original)
+    cells = nb.code_cells
+    joined = join_cells([c.source for c in cells])
+    findings, _ = analyze_source(joined.text, shown, settings, catalog)
+    new_text, n = add_noqa_to_text(joined.text, findings)
+    if not n:
+        return original, 0
+    sources = joined.split(new_text)
+    if sources is None:
+        raise NoqaPlacementError("a comment would land on a cell boundary or a magic; left alone")
+    new = {c.number: text for c, text in zip(cells, sources) if text != c.source.replace("\r\n", "\n")}
+    data = with_sources(nb, new)
+    why = validate(data, original)
+    if why:
+        raise NoqaPlacementError(f"the notebook would not be valid ({why}); left alone")
+    return data, n

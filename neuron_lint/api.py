@@ -27,6 +27,7 @@ from . import noqa
 from .manifests import check_manifest, manifest_kind
 from .model import CheckResult, FileError, Finding
 from .newer_syntax import newer_python_hint
+from .notebook import NotebookError, findings_in_cells, is_notebook, join_cells, parse_notebook
 from .positions import LineIndex
 from .prefilter import may_match
 from .settings import Settings
@@ -172,8 +173,9 @@ def check_file(path: Path | str, settings: Settings | None = None, catalog: Cata
     settings = settings or Settings()
     shown = display_path(path)
     kind = manifest_kind(path)
+    given = data if isinstance(data, bytes) else None
     if kind is not None and kind != "setup.py":  # requirements, pyproject, setup.cfg, environment.yml
-        return check_manifest(path, settings, catalog, shown)
+        return check_manifest(path, settings, catalog, shown, data=given)
     result = CheckResult()
     if data is None:
         data = read_file(path, settings)
@@ -181,6 +183,8 @@ def check_file(path: Path | str, settings: Settings | None = None, catalog: Cata
         result.errors.append(data)
         return result
     try:
+        if is_notebook(shown):
+            return _check_notebook(data, shown, settings, catalog)
         source = decode(data)
         findings, parsed = analyze_source(source.text, shown, settings, catalog)
     except SourceError as exc:
@@ -199,7 +203,36 @@ def check_file(path: Path | str, settings: Settings | None = None, catalog: Cata
     result.files_checked = 1
     result.files_skipped = 0 if parsed else 1
     if kind == "setup.py":  # Python, and a manifest too
-        result.extend(check_manifest(path, settings, catalog, shown))
+        result.extend(check_manifest(path, settings, catalog, shown, data=given))
+    return result
+
+
+def _check_notebook(data: bytes, shown: str, settings: Settings, catalog: Catalog | None) -> CheckResult:
+    """A notebook's code cells, checked as one module; findings and errors located in their cells."""
+    result = CheckResult()
+    try:
+        nb = parse_notebook(data)
+    except NotebookError as exc:
+        result.errors.append(FileError(shown, str(exc)))
+        return result
+    if not nb.is_python:
+        result.warnings.append(FileError(shown, f"a notebook in {nb.language}, not Python; skipped"))
+        return result
+    cells = nb.code_cells
+    numbers = [c.number for c in cells]
+    joined = join_cells([c.source for c in cells])
+    try:
+        findings, parsed = analyze_source(joined.text, shown, settings, catalog)
+    except ParseError as exc:
+        if exc.line is None or not cells:
+            result.errors.append(FileError(shown, str(exc)))
+        else:
+            i, line = joined.locate(exc.line)
+            result.errors.append(FileError(shown, str(exc), line, exc.col, cell=numbers[i]))
+        return result
+    result.findings.extend(findings_in_cells(findings, joined, numbers))
+    result.files_checked = 1
+    result.files_skipped = 0 if parsed else 1
     return result
 
 
@@ -218,9 +251,14 @@ def check_paths(
 ) -> CheckResult:
     """Check every file under ``paths``; unreadable files are reported, not raised.
 
+    ``settings``: one :class:`Settings` for every file, or a
+    :class:`neuron_lint.config_tree.SettingsTree` that gives each file its nearest configuration
+    (``SettingsTree(config.from_command_line(paths))``, as the command line does).
+
     ``jobs``: worker processes (None: one per CPU; small inputs stay in one process).
     ``cache``: a :class:`neuron_lint.cache.Cache`, or None to check every file afresh.
-    ``progress``: ``start(total) -> advance(n)``, for a progress bar (:mod:`neuron_lint.progress`).
+    ``progress``: ``start(total_files, total_bytes) -> advance(files, nbytes)``, for a progress bar
+    (:mod:`neuron_lint.progress`).
     The result is the same for every ``jobs`` and cache state.
     """
     from .runner import run

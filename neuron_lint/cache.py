@@ -344,19 +344,30 @@ class Cache:
 
     def __init__(self, directory: Path, settings) -> None:
         self.directory = Path(directory)
-        self.prefix = hashlib.blake2b(
-            f"{engine_fingerprint()}\0{settings_fingerprint(settings)}".encode(), digest_size=16
-        ).hexdigest()
+        self.settings = settings
+        self._engine = engine_fingerprint()
+        self.prefix = self._prefix(settings)
         self.hits = self.misses = 0
         self._secret = load_secret()
         #: False: not read and not written for the rest of the run (no secret, or a linked folder).
         self.enabled = self._secret is not None and not os.path.islink(self.directory)
         self.writable = self.enabled
 
-    def key(self, data: bytes, shown_path: str) -> str:
+    def key(self, data: bytes, shown_path: str, settings=None) -> str:
+        """The entry's key: the bytes, the path they are reported under, and the engine and settings
+        (``settings``: the file's own, when they are not the run's)."""
+        prefix = self.prefix if settings is None or settings is self.settings else self._prefix(settings)
         h = hashlib.blake2b(data, digest_size=20)
-        h.update(b"\0" + shown_path.encode("utf-8", "surrogateescape") + b"\0" + self.prefix.encode())
+        h.update(b"\0" + shown_path.encode("utf-8", "surrogateescape") + b"\0" + prefix.encode())
         return h.hexdigest()
+
+    def _prefix(self, settings) -> str:
+        """The engine and the settings, hashed once per Settings object."""
+        def make() -> str:
+            return hashlib.blake2b(f"{self._engine}\0{settings_fingerprint(settings)}".encode(), digest_size=16).hexdigest()
+
+        memo = getattr(settings, "_memo", None)
+        return memo(("cache-prefix", self._engine), make) if memo is not None else make()
 
     def _entry(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key[2:]}.json"

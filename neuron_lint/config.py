@@ -13,12 +13,13 @@ import re
 import reprlib
 import stat
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import UsageError
+from .project_torch import FIX_TORCH_FLOOR, TORCHNEURON_TORCH, project_min_torch, project_root  # noqa: F401 (re-exported)
 from .settings import Settings
 
 if sys.version_info >= (3, 11):
@@ -29,6 +30,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 SECTION = "tool.neuron-lint"
 CONFIG_LIMIT = 1024 * 1024  # bytes; a configuration file larger than this is refused
 OWN_FILE = "neuron-lint.toml"
+EXTEND_KEY = "extend"  # the one key that is not a setting: a base configuration to read first
 DEVICES = ("accelerator", "neuron")
 _VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _REPR = reprlib.Repr()
@@ -122,13 +124,6 @@ KEYS: dict[str, tuple[str, Any]] = {
 }
 
 
-#: The oldest PyTorch a fix may target: ``torch.accelerator``, which every device rewrite uses, is new in 2.6.
-FIX_TORCH_FLOOR = (2, 6)
-#: The PyTorch TorchNeuron needs: the default for a project that declares no lower bound for torch
-#: (code being ported to Trainium runs on it there; pass --min-torch to keep older CUDA installs working).
-TORCHNEURON_TORCH = "2.13"
-
-
 @dataclass(frozen=True)
 class Resolved:
     settings: Settings
@@ -137,6 +132,12 @@ class Resolved:
     min_torch_from: str = ""
     # The oldest torch the project declares, when that is older than the fixes can target (below 2.6).
     torch_below_floor: str = ""
+    # What the command line set (Settings fields), how the file was chosen, and the folder holding
+    # every checked path: what config_tree needs to resolve each file's own configuration the same way.
+    given: dict = field(default_factory=dict, compare=False)
+    isolated: bool = False
+    named: bool = False  # --config: this file for every path
+    start: Path | None = None
 
 
 def _shown(path: Path) -> str:
@@ -185,8 +186,14 @@ def _section(path: Path, data: dict) -> tuple[Any, str]:
     return data, ""
 
 
-def load_config(path: Path | str) -> dict[str, Any]:
-    """Validated Settings fields from one file (empty if it has no neuron-lint section)."""
+def load_config(path: Path | str, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Validated Settings fields from one file (empty if it has no neuron-lint section).
+
+    ``extend = "PATH"`` (relative to the file's folder) reads that file first; the keys of this
+    file then replace the base's, except ``extend-select``, ``ignore`` and ``extend-exclude``,
+    which add to them (a ``select`` here starts the selection afresh, as on the command line).
+    Globs are anchored to the folder of the file that holds them.
+    """
     path = Path(path)
     data = _read_toml(path)
     section, prefix = _section(path, data)
@@ -197,12 +204,53 @@ def load_config(path: Path | str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key, raw in section.items():
         where = f"{_shown(path)}: {prefix}key '{key}'"
+        if key == EXTEND_KEY:
+            continue
         if key not in KEYS:
             hint = f" (did you mean '{key.replace('_', '-')}'?)" if key.replace("_", "-") in KEYS else ""
-            raise ConfigError(f"{where}: unknown key{hint}; allowed: {', '.join(KEYS)}")
+            raise ConfigError(f"{where}: unknown key{hint}; allowed: {', '.join((*KEYS, EXTEND_KEY))}")
         field_name, validate = KEYS[key]
         values[field_name] = validate(raw, where)
-    return anchored(values, path.resolve().parent)
+    values = anchored(values, path.resolve().parent)
+    if EXTEND_KEY not in section:
+        return values
+    base = _extended(path, section[EXTEND_KEY], f"{_shown(path)}: {prefix}key '{EXTEND_KEY}'", _chain)
+    return layered(load_config(base, (*_chain, path.resolve())), values, adding=ADDING_KEYS)
+
+
+def _extended(path: Path, value: Any, where: str, chain: tuple[Path, ...]) -> Path:
+    """The file ``extend = value`` in ``path`` names, checked: it exists and does not close a loop."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: must be the path of another configuration file, such as \"../base.toml\"")
+    base = (path.resolve().parent / os.path.expanduser(value)).resolve()
+    if base in chain or base == path.resolve():
+        raise ConfigError(f"{where}: {value!r} extends itself (a loop: {' -> '.join(_shown(p) for p in (*chain, path.resolve(), base))})")
+    if len(chain) >= MAX_EXTEND_DEPTH:
+        raise ConfigError(f"{where}: more than {MAX_EXTEND_DEPTH} files extend each other")
+    if not os.path.isfile(base):
+        raise ConfigError(f"{where}: {value!r}: no such file ({_shown(base)})")
+    return base
+
+
+#: Keys that add to a lower layer's value (a base configuration's, or the file's under the command line).
+ADDING_KEYS = ("extend_select", "ignore", "extend_exclude")
+#: Files that extend each other, at most (a chain longer than this is surely a mistake).
+MAX_EXTEND_DEPTH = 32
+
+
+def layered(lower: dict[str, Any], upper: dict[str, Any], adding: Iterable[str]) -> dict[str, Any]:
+    """``upper``'s values over ``lower``'s: a ``select`` in ``upper`` drops ``lower``'s selection
+    (select, extend-select, ignore); keys in ``adding`` are appended; the rest replace."""
+    out = dict(lower)
+    upper = dict(upper)
+    if "select" in upper:
+        for key in ("select", "extend_select", "ignore"):
+            out[key] = tuple(upper.pop(key, ()))
+    for key in adding:
+        if key in upper:
+            out[key] = tuple(out.get(key, ())) + tuple(upper.pop(key))
+    out.update(upper)
+    return out
 
 
 def anchored(values: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -256,44 +304,6 @@ def _start(paths: Iterable[str | Path]) -> Path:
         return Path.cwd()
 
 
-def project_root(start: Path) -> Path | None:
-    """The nearest folder, from ``start`` up, that holds a dependency manifest.
-
-    The walk stops at the repository root (a folder with ``.git``): a checkout's own manifests
-    decide, never those of a folder above it.
-    """
-    from .manifests import manifest_files
-
-    for directory in (start, *start.parents):
-        if manifest_files(directory):
-            return directory
-        if os.path.exists(directory / ".git"):  # Path.exists() raises on 3.11 under an unsearchable folder
-            return None
-    return None
-
-
-def project_min_torch(start: Path) -> tuple[str, str, str]:
-    """The default ``min-torch`` for the project around ``start``: (version, where, declared-if-below-2.6).
-
-    The oldest torch the project's manifests declare (see :func:`neuron_lint.manifests.declared_torch`),
-    but never below 2.6: every device rewrite writes ``torch.accelerator``, so a lower value would not
-    make the fixes safe for older releases, it would only withhold some of them. When the project
-    declares less, the third value says so (the CLI warns). When nothing bounds torch, the PyTorch
-    TorchNeuron needs (2.13), with no origin.
-    """
-    from .manifests import declared_torch
-
-    root = project_root(start)
-    found = declared_torch(root) if root is not None else None
-    if found is None:
-        return TORCHNEURON_TORCH, "", ""
-    bound, where = found
-    shown = ".".join(str(p) for p in bound)
-    if bound < FIX_TORCH_FLOOR:
-        return ".".join(str(p) for p in FIX_TORCH_FLOOR), where, shown
-    return shown, where, ""
-
-
 def find_config(paths: Iterable[str | Path] = (".",)) -> Path | None:
     """The nearest ``neuron-lint.toml`` or ``pyproject.toml`` with a neuron-lint section.
 
@@ -313,6 +323,8 @@ def find_config(paths: Iterable[str | Path] = (".",)) -> Path | None:
 
 
 _FIELDS = {f.name for f in fields(Settings)}
+#: Command-line values that add to the configuration's instead of replacing them.
+CLI_ADDING_KEYS = ADDING_KEYS + ("per_file_ignores",)
 
 
 def resolve(
@@ -331,43 +343,53 @@ def resolve(
     When neither sets ``min_torch``, it is the oldest torch the project's manifests declare
     (:func:`project_min_torch`, from the configuration file's folder, else from the checked paths),
     and 2.13 (TorchNeuron's PyTorch) when they declare none; ``isolated`` skips that too.
+
+    These are the settings of the folder holding every checked path; :mod:`neuron_lint.config_tree`
+    gives each file those of its own nearest configuration file.
     """
     unknown = set(cli) - _FIELDS
     if unknown:
         raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
     if config is not None and isolated:
         raise ConfigError("--config and --isolated cannot be used together")
+    start = _start(list(paths))
     if isolated:
         config_file: Path | None = None
     elif config is not None:
-        config_file = Path(config)
-        try:
-            is_file = stat.S_ISREG(os.stat(config_file).st_mode)
-        except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the name
-            is_file = False
-        except OSError as exc:  # a folder on the way without search permission
-            raise ConfigError(f"--config: {config}: cannot be read: {exc.strerror or exc}") from None
-        if not is_file:
-            raise ConfigError(f"--config: {config}: no such file")
+        config_file = _named_config(config)
     else:
         config_file = find_config(list(paths))
-    values = load_config(config_file) if config_file else {}
-
     given = {k: v for k, v in cli.items() if v is not None}
-    if "select" in given:
-        for key in ("select", "extend_select", "ignore"):
-            values[key] = tuple(given.pop(key, ()))
-    for key in ("extend_select", "ignore", "per_file_ignores", "extend_exclude"):
-        if key in given:
-            values[key] = tuple(values.get(key, ())) + tuple(given.pop(key))
-    values.update(given)
+    return settings_from(config_file, given, isolated=isolated, start=start, named=config is not None)
+
+
+def _named_config(config: str) -> Path:
+    """The file ``--config`` names, checked to be a regular file."""
+    config_file = Path(config)
+    try:
+        is_file = stat.S_ISREG(os.stat(config_file).st_mode)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the name
+        is_file = False
+    except OSError as exc:  # a folder on the way without search permission
+        raise ConfigError(f"--config: {config}: cannot be read: {exc.strerror or exc}") from None
+    if not is_file:
+        raise ConfigError(f"--config: {config}: no such file")
+    return config_file
+
+
+def settings_from(config_file: Path | None, given: dict[str, Any], *, isolated: bool = False,
+                  start: Path | None = None, named: bool = False) -> Resolved:
+    """The settings of one configuration file (None: the defaults) under the command line's ``given``
+    values; ``start`` is where the project's declared torch is looked for when no file says."""
+    values = layered(load_config(config_file) if config_file else {}, given, adding=CLI_ADDING_KEYS)
     origin = below = ""
     if "min_torch" not in values and not isolated:  # neither the command line nor the file set it
-        start = config_file.resolve().parent if config_file else _start(list(paths))
-        version, origin, below = project_min_torch(start)
+        where = config_file.resolve().parent if config_file else (start or Path.cwd())
+        version, origin, below = project_min_torch(where)
         if version:
             values["min_torch"] = version
-    return Resolved(Settings(**values), config_file, origin, below)
+    return Resolved(Settings(**values), config_file, origin, below, given=dict(given), isolated=isolated,
+                    named=named, start=start)
 
 
 def split_codes(values: Iterable[str] | None, option: str) -> tuple[str, ...] | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .manifests import manifest_kind
+from .config_tree import SettingsTree, base_of, settings_for
 from .settings import GlobSet, Settings
 from .source import SourceError, read_source_bytes
 
@@ -24,6 +25,8 @@ SKIP_DIRS = frozenset({
     ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".neuron_lint_cache", ".eggs",
 })
 PY_SUFFIXES = (".py", ".pyi")
+#: What a walk collects: Python files, notebooks (and manifests, see manifests.manifest_kind).
+CHECKED_SUFFIXES = PY_SUFFIXES + (".ipynb",)
 IGNORE_FILE_LIMIT = 1024 * 1024  # a .gitignore larger than this is not read
 
 
@@ -31,6 +34,37 @@ IGNORE_FILE_LIMIT = 1024 * 1024  # a .gitignore larger than this is not read
 class Missing:
     path: str
     reason: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file named on the command line that is neither Python, a notebook nor a manifest."""
+
+    path: str
+    reason: str = "not a Python file, skipped"
+
+
+def _python_script(path: Path) -> bool:
+    """A file without a suffix is checked when it starts with a Python shebang (``bin/train``).
+
+    Anything but a regular file is passed on, for the reader to say what it is (never opened here:
+    a FIFO would block)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return True
+        with open(path, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return True  # the reader names the problem
+    return first.startswith(b"#!") and b"python" in first
+
+
+def is_checkable(path: Path) -> bool:
+    """Whether a named file is one neuron-lint reads: Python, a notebook, a manifest, or a script."""
+    name = path.name
+    if name.endswith(CHECKED_SUFFIXES) or manifest_kind(path) is not None:
+        return True
+    return "." not in name.lstrip(".") and _python_script(path)
 
 
 class _Ignore:
@@ -83,7 +117,9 @@ def _repo_root(start: Path) -> Path | None:
 
 
 def _ancestor_ignores(directory: Path) -> _Ignore | None:
-    """The .gitignore files between the repository root and ``directory`` (exclusive)."""
+    """The .gitignore files between the repository root and ``directory`` (exclusive), less the
+    patterns that ignore ``directory`` itself: a folder named on the command line is checked even
+    when an enclosing .gitignore ignores it (as ruff does); the other patterns still apply inside it."""
     root = _repo_root(directory)
     if root is None:
         return None
@@ -96,7 +132,23 @@ def _ancestor_ignores(directory: Path) -> _Ignore | None:
     rel_parts = directory.relative_to(root).parts
     for i in range(len(rel_parts)):  # root .. parent of `directory`; the walk reads its own
         chain = _read_gitignore(root.joinpath(*rel_parts[:i]), chain)
-    return chain
+    return _without_patterns_ignoring(chain, directory)
+
+
+def _without_patterns_ignoring(chain: _Ignore | None, directory: Path) -> _Ignore | None:
+    """``chain`` with each pattern that matches ``directory`` (or a folder above it) dropped."""
+    if chain is None:
+        return None
+    parent = _without_patterns_ignoring(chain.parent, directory)
+    if chain.spec is None:
+        return _Ignore(chain.base, None, parent)
+    rel = directory.relative_to(chain.base).as_posix() + "/"
+    kept = [p for p in chain.spec.patterns if not (p.include and p.match_file(rel) is not None)]
+    if len(kept) == len(chain.spec.patterns):
+        return _Ignore(chain.base, chain.spec, parent)
+    import pathspec
+
+    return _Ignore(chain.base, pathspec.GitIgnoreSpec(kept) if kept else None, parent)
 
 
 def _excluded(path: Path, patterns: GlobSet) -> bool:
@@ -134,10 +186,12 @@ def _kind(path: Path) -> tuple[str | None, str]:
     return ("dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"), ""
 
 
-def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | Missing]:
-    """Yield files to check (and ``Missing`` for named paths that do not exist), without repeats."""
+def iter_python_files(paths: list[str], settings: Settings | SettingsTree) -> Iterator[Path | Missing | Skipped]:
+    """Yield files to check, without repeats: ``Missing`` for named paths that do not exist (an
+    error), ``Skipped`` for named files that are not Python (a warning). With a
+    :class:`~neuron_lint.config_tree.SettingsTree`, excludes come from each file's own configuration."""
     seen: set[str] = set()
-    excludes = settings.exclude_globs()
+    respect_gitignore = base_of(settings).respect_gitignore
     for raw in paths:
         path = Path(raw)
         kind, why = _kind(path)
@@ -146,8 +200,8 @@ def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | M
             continue
         if kind == "dir":
             start = path.resolve() if not os.path.islink(path) else path.absolute()
-            ignores = _ancestor_ignores(start) if settings.respect_gitignore else None
-            for file in _walk(path, ignores, settings, excludes):
+            ignores = _ancestor_ignores(start) if respect_gitignore else None
+            for file in _walk(path, ignores, settings, respect_gitignore):
                 if isinstance(file, Missing):  # a folder that cannot be listed
                     yield file
                     continue
@@ -156,7 +210,11 @@ def iter_python_files(paths: list[str], settings: Settings) -> Iterator[Path | M
                     seen.add(key)
                     yield file
         else:
-            if settings.force_exclude and _force_excluded(path, excludes):
+            own = settings_for(settings, path)
+            if own.force_exclude and _force_excluded(path, own.exclude_globs()):
+                continue
+            if kind == "file" and not is_checkable(path):
+                yield Skipped(raw)
                 continue
             key = os.path.normpath(os.path.abspath(path))
             if key not in seen:
@@ -181,7 +239,10 @@ def _has_pyvenv_cfg(directory: Path) -> bool:
     return True
 
 
-def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: GlobSet) -> Iterator[Path | Missing]:
+def _walk(top: Path, ignores: _Ignore | None, settings, respect_gitignore: bool) -> Iterator[Path | Missing]:
+    """The files under ``top``; each folder's entries are excluded by that folder's own settings
+    (its nearest configuration file's ``exclude``, when ``settings`` is a SettingsTree)."""
+    follow = base_of(settings).follow_symlinks
     stack: list[tuple[Path, _Ignore | None]] = [(top, ignores)]
     visited: set[tuple[int, int]] = set()
     while stack:
@@ -200,7 +261,8 @@ def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: Glob
             continue
         if venv and directory != top:
             continue  # a virtual environment
-        here = _read_gitignore(directory.absolute(), inherited) if settings.respect_gitignore else None
+        here = _read_gitignore(directory.absolute(), inherited) if respect_gitignore else None
+        excludes = settings_for(settings, directory, is_dir=True).exclude_globs()
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -214,11 +276,11 @@ def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: Glob
             child = Path(entry.path)
             try:
                 is_link = entry.is_symlink()
-                is_dir = entry.is_dir(follow_symlinks=settings.follow_symlinks)
-                is_file = not is_dir and entry.is_file(follow_symlinks=settings.follow_symlinks)
+                is_dir = entry.is_dir(follow_symlinks=follow)
+                is_file = not is_dir and entry.is_file(follow_symlinks=follow)
             except OSError:
                 continue
-            if is_link and not settings.follow_symlinks:
+            if is_link and not follow:
                 continue
             if is_dir:
                 if entry.name in SKIP_DIRS or _excluded(child, excludes):
@@ -226,7 +288,7 @@ def _walk(top: Path, ignores: _Ignore | None, settings: Settings, excludes: Glob
                 if here is not None and here.ignored(child.absolute(), True):
                     continue
                 subdirs.append(child)
-            elif is_file and (entry.name.endswith(PY_SUFFIXES) or manifest_kind(child) is not None):
+            elif is_file and (entry.name.endswith(CHECKED_SUFFIXES) or manifest_kind(child) is not None):
                 if _excluded(child, excludes):
                     continue
                 if here is not None and here.ignored(child.absolute(), False):

@@ -10,18 +10,18 @@ import functools
 import os
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from typing import Iterable, TextIO
 
 from .api import iter_files
 from .catalog import load_catalog
-from .discovery import Missing
+from .discovery import CHECKED_SUFFIXES, Missing, Skipped
+from .manifests import manifest_kind
 from .api import display_path
 from .fixing import FileFix, fix_file
 from .runner import run_work
-from .model import FileError
+from .model import CheckResult, FileError
 from .render.summary import plural
-
-PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 def _codes(findings) -> str:
@@ -43,7 +43,9 @@ def fix_paths(paths: Iterable[str], settings, write: bool = True, jobs: int | No
         if isinstance(item, Missing):
             errors.append(FileError(item.path, item.reason))
             continue
-        if not str(item).endswith(PYTHON_SUFFIXES):
+        if isinstance(item, Skipped):
+            continue  # `check` says so; a fix has nothing to do with it
+        if not str(item).endswith(CHECKED_SUFFIXES) and manifest_kind(item) is not None:
             continue  # manifests are reported by `check`; nothing to rewrite there
         try:
             size = os.stat(item).st_size
@@ -56,14 +58,59 @@ def fix_paths(paths: Iterable[str], settings, write: bool = True, jobs: int | No
     return done, errors
 
 
+@dataclass
+class FixOutcome:
+    """What a fix run did: each file's :class:`FileFix`, and the files it could not fix."""
+
+    done: list[FileFix]
+    errors: list[FileError]
+    diff: bool = False
+
+    @property
+    def changed(self) -> list[FileFix]:
+        return [d for d in self.done if d.changed and (self.diff or d.written)]
+
+    @property
+    def applied(self) -> list:
+        return [f for d in self.changed for f in d.applied]
+
+
+def apply_fixes(paths: Iterable[str], settings, *, write: bool = True, jobs: int | None = None) -> FixOutcome:
+    done, errors = fix_paths(paths, settings, write=write, jobs=jobs)
+    return FixOutcome(done, errors, diff=not write)
+
+
+def fixed_file_lines(outcome: FixOutcome) -> list[str]:
+    """``Fixed 2 findings in train.py (NRN201 ×2)``, one line per file written."""
+    return [f"Fixed {plural(len(d.applied), 'finding')} in {d.path} ({_codes(d.applied)})" for d in outcome.changed]
+
+
+def after_fix_summary(outcome: FixOutcome, result: CheckResult, unsafe_fixes: bool, errors: int) -> list[str]:
+    """The last lines of ``fix`` and ``check --fix``: what was fixed, what is left (listed above them)."""
+    applied = len(outcome.applied)
+    text = f"Fixed {plural(applied, 'finding')} in {plural(len(outcome.changed), 'file')}." if applied else "Nothing fixed."
+    remaining = result.findings
+    if remaining:
+        unsafe = 0 if unsafe_fixes else sum(1 for f in remaining if f.fix and f.fix.applicability == "unsafe")
+        text += f" {plural(len(remaining), 'finding')} {'remains' if len(remaining) == 1 else 'remain'}"
+        text += f" ({unsafe} fixable with `--unsafe-fixes`)." if unsafe else "."
+    elif applied:
+        text += f" No findings left ({plural(result.files_checked, 'file')} checked)."
+    else:
+        text = f"No findings ({plural(result.files_checked, 'file')} checked)."
+    lines = [text]
+    if errors:
+        lines.append(f"{plural(errors, 'file')} could not be checked or fixed (see the errors above).")
+    return lines
+
+
 def run_fix(paths: Iterable[str], settings, diff: bool = False, quiet: bool = False,
             out: TextIO | None = None, err: TextIO | None = None, jobs: int | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     done, errors = fix_paths(paths, settings, write=not diff, jobs=jobs)
     for e in errors:
-        where = e.path if e.line is None else f"{e.path}:{e.line}:{e.col or 1}"
-        err.write(f"error: {where}: {e.reason}\n")
+        err.write(f"error: {e.where}: {e.reason}\n")
     changed = [d for d in done if d.changed and (diff or d.written)]
     applied = [f for d in changed for f in d.applied]
     remaining = [f for d in done for f in d.remaining]

@@ -30,6 +30,7 @@ from .api import analyze_source, display_path, parse
 from .catalog import Catalog, load_catalog
 from .errors import ParseError
 from .model import FileError, Finding
+from .notebook import NotebookError, findings_in_cells, is_notebook, join_cells, parse_notebook, validate, with_sources
 from .fixes.edits import apply_edits
 from .project_style import DEFAULT_LINE_LENGTH, line_length_of
 from .positions import LineIndex, split_lines
@@ -352,38 +353,97 @@ def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalo
     except OSError as exc:
         out.error = FileError(shown, f"cannot be read: {exc.strerror or exc}")
         return out
-    try:
-        source = decode(original)
-        if not _round_trips(source, original):
-            out.error = FileError(shown, f"is written in {source.encoding}, which does not give back the bytes it "
-                                         "read; left alone (rewriting it would change lines no fix touched)")
-            return out
-        limit = line_length_of(os.path.dirname(os.path.abspath(path)))
-        result = fix_text(source.text, shown, settings, catalog, newline=source.newline, line_length=limit)
-    except SourceError as exc:
-        out.error = FileError(shown, str(exc))
+    data = fix_bytes(original, out, settings, catalog, line_length_of(os.path.dirname(os.path.abspath(path))))
+    if data is None:
         return out
-    except ParseError as exc:
-        out.error = FileError(shown, str(exc), exc.line, exc.col)
-        return out
-    except Exception as exc:  # a bug of ours: this file is left as it is, the others are fixed
-        out.error = FileError(shown, f"internal error: {type(exc).__name__}: {exc}; left alone (please report this file)")
-        return out
-    out.applied, out.remaining = result.applied, result.remaining
-    if result.text == source.text:
-        return out
-    out.changed = True
-    out.diff = unified_diff(shown, source.text, result.text)
     if write:
         try:
-            atomic_write(str(path), encode(source, result.text), original, st)
+            atomic_write(str(path), data, original, st)
             out.written = True
         except FileChanged:
             out.error = FileError(shown, "changed on disk while it was being fixed; left alone (run the fix again)")
         except ReadOnly:
             out.error = FileError(shown, "is read-only, or not writable by this user; left alone")
-        except UnicodeEncodeError:
-            out.error = FileError(shown, f"the fixed text cannot be written as {source.encoding}; left alone")
         except OSError as exc:
             out.error = FileError(shown, f"cannot be written: {exc.strerror or exc}")
     return out
+
+
+def fix_bytes(original: bytes, out: FileFix, settings: Settings, catalog: Catalog | None, limit: int) -> bytes | None:
+    """The fixed bytes of a file named ``out.path`` (a notebook by its name), or None when nothing
+    changes; ``out`` gets the fixes applied and left, the diff, or the error. Never raises."""
+    shown = out.path
+    try:
+        if is_notebook(shown):
+            data = _fixed_notebook(original, shown, settings, catalog, limit, out)
+        else:
+            data = _fixed_module(original, shown, settings, catalog, limit, out)
+    except (SourceError, NotebookError) as exc:
+        out.error = FileError(shown, str(exc))
+        return None
+    except ParseError as exc:
+        out.error = FileError(shown, str(exc), exc.line, exc.col)
+        return None
+    except Exception as exc:  # a bug of ours: this file is left as it is, the others are fixed
+        out.error = FileError(shown, f"internal error: {type(exc).__name__}: {exc}; left alone (please report this file)")
+        return None
+    out.changed = data is not None
+    return data
+
+
+def _fixed_module(original: bytes, shown: str, settings, catalog, limit: int, out: FileFix) -> bytes | None:
+    """The fixed bytes of a Python file (None: nothing to change, or ``out.error`` says why not)."""
+    source = decode(original)
+    if not _round_trips(source, original):
+        out.error = FileError(shown, f"is written in {source.encoding}, which does not give back the bytes it "
+                                     "read; left alone (rewriting it would change lines no fix touched)")
+        return None
+    result = fix_text(source.text, shown, settings, catalog, newline=source.newline, line_length=limit)
+    out.applied, out.remaining = result.applied, result.remaining
+    if result.text == source.text:
+        return None
+    try:
+        data = encode(source, result.text)
+    except UnicodeEncodeError:
+        out.error = FileError(shown, f"the fixed text cannot be written as {source.encoding}; left alone")
+        return None
+    out.diff = unified_diff(shown, source.text, result.text)
+    return data
+
+
+def _fixed_notebook(original: bytes, shown: str, settings, catalog, limit: int, out: FileFix) -> bytes | None:
+    """The fixed bytes of a notebook: only the ``source`` of changed code cells is rewritten."""
+    nb = parse_notebook(original)
+    if not nb.is_python:
+        return None
+    cells = nb.code_cells
+    joined = join_cells([c.source for c in cells])
+    try:
+        result = fix_text(joined.text, shown, settings, catalog, line_length=limit)
+    except ParseError as exc:
+        if exc.line is None or not cells:
+            raise
+        i, line = joined.locate(exc.line)
+        out.error = FileError(shown, str(exc), line, exc.col, cell=cells[i].number)
+        return None
+    out.applied = result.applied
+    sources = joined.split(result.text)
+    # the findings left, located in the cells of the fixed notebook (its cells have as many lines
+    # as the fixed module's pieces)
+    after = join_cells(sources) if sources is not None else joined
+    out.remaining = findings_in_cells(result.remaining, after, [c.number for c in cells])
+    if result.text == joined.text:
+        return None
+    if sources is None:
+        out.error = FileError(shown, "a fix would move code across cells or magics; left alone")
+        return None
+    changed = {c.number: (c.source, new) for c, new in zip(cells, sources) if new != c.source.replace("\r\n", "\n")}
+    if not changed:
+        return None
+    data = with_sources(nb, {number: new for number, (_, new) in changed.items()})
+    why = validate(data, original)
+    if why:
+        out.error = FileError(shown, f"the fixed notebook would not be valid ({why}); left alone")
+        return None
+    out.diff = "".join(unified_diff(f"{shown}:cell {number}", old, new) for number, (old, new) in changed.items())
+    return data

@@ -628,11 +628,12 @@ def check_manifest_text(text: str, kind: str, path: str = "requirements.txt", se
 
 
 def check_manifest(path: Path | str, settings: Settings | None = None, catalog: Catalog | None = None,
-                   shown: str | None = None) -> CheckResult:
+                   shown: str | None = None, data: bytes | None = None) -> CheckResult:
     """Check one manifest file. Unreadable files become a :class:`FileError`, never an exception.
 
     ``setup.py`` is also Python: its syntax errors are reported by the Python check, and it is
-    counted there, so here it counts as no extra file.
+    counted there, so here it counts as no extra file. ``data``: its bytes, when already read
+    (standard input).
     """
     from .source import SourceError, decode, read_source_bytes
 
@@ -642,7 +643,8 @@ def check_manifest(path: Path | str, settings: Settings | None = None, catalog: 
     if kind is None:
         return result
     try:
-        data = read_source_bytes(path, settings.max_file_bytes if settings else Settings().max_file_bytes)
+        if data is None:
+            data = read_source_bytes(path, settings.max_file_bytes if settings else Settings().max_file_bytes)
     except (OSError, SourceError) as exc:  # a pipe, device or huge file is never read
         if kind != "setup.py":
             reason = f"cannot be read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)

@@ -18,13 +18,22 @@ class Edit:
     end_line: int
     end_col: int
     content: str
+    cell: int = 0  # in a notebook: the cell (1-based) whose lines and columns these are
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "location": {"row": self.line, "column": self.col},
             "end_location": {"row": self.end_line, "column": self.end_col},
             "content": self.content,
         }
+        if self.cell:
+            out["cell"] = self.cell
+        return out
+
+
+def position_text(line: int, col: int, cell: int = 0) -> str:
+    """``5:1``, or ``cell 3:5:1`` in a notebook (the line and column within cell 3)."""
+    return f"cell {cell}:{line}:{col}" if cell else f"{line}:{col}"
 
 
 class Applicability(str, Enum):
@@ -85,10 +94,17 @@ class Finding:
     fix: Fix | None = None
     # A suggestion-only note on why a fix was not offered (e.g. gated by --min-torch).
     fix_note: str = ""
+    # In a notebook: the cell (1-based, markdown cells counted); line and columns are within it.
+    cell: int = 0
 
     @property
     def sort_key(self):
-        return (self.path, self.line, self.col, self.code)
+        return (self.path, self.cell, self.line, self.col, self.code)
+
+    @property
+    def where(self) -> str:
+        """``path:line:col``, or ``path:cell N:line:col`` in a notebook."""
+        return f"{self.path}:{position_text(self.line, self.col, self.cell)}"
 
     def to_dict(self) -> dict:
         return {
@@ -99,6 +115,7 @@ class Finding:
             "suggestion": self.suggestion,
             "url": self.url,
             "filename": self.path,
+            "cell": self.cell or None,
             "location": {"row": self.line, "column": self.col},
             "end_location": {"row": self.end_line, "column": self.end_col},
             "fix": self.fix.to_dict() if self.fix else None,
@@ -113,17 +130,27 @@ class FileError:
     reason: str
     line: int | None = None
     col: int | None = None
+    cell: int = 0  # in a notebook: the cell ``line`` counts in
+
+    @property
+    def where(self) -> str:
+        if self.line is None:
+            return self.path
+        return f"{self.path}:{position_text(self.line, self.col or 1, self.cell)}"
 
 
 @dataclass
 class CheckResult:
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
+    # files named on the command line that were skipped with a word ("not a Python file")
+    warnings: list[FileError] = field(default_factory=list)
     files_checked: int = 0
     files_skipped: int = 0  # read but not parsed: nothing in them can match
 
     def extend(self, other: "CheckResult") -> None:
         self.findings.extend(other.findings)
         self.errors.extend(other.errors)
+        self.warnings.extend(other.warnings)
         self.files_checked += other.files_checked
         self.files_skipped += other.files_skipped

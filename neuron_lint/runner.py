@@ -89,9 +89,11 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
     """
     from .api import check_file
 
+    from .config_tree import settings_for
+
     work = _STATE.get("work")
     if work is not None:
-        return item[0], work(item[1], _STATE["settings"], _STATE["catalog"])
+        return item[0], work(item[1], settings_for(_STATE["settings"], item[1]), _STATE["catalog"])
 
     from . import analyzer
     from .api import display_path, read_file
@@ -99,14 +101,15 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
     order, path, key, sig, _size = item[:5]
     data = item[5] if len(item) > 5 else None  # read by the cache probe (serial runs)
     cache = _STATE["cache"]
+    settings = settings_for(_STATE["settings"], path)  # the file's own configuration
     if cache is not None and data is None and key is not None:
-        data = read_file(path, _STATE["settings"])  # once: the key and the findings describe these bytes
+        data = read_file(path, settings)  # once: the key and the findings describe these bytes
     if cache is not None and isinstance(data, bytes):
-        key = cache.key(data, display_path(path))
+        key = cache.key(data, display_path(path), settings)
     # Whether an import is the project's own package depends on the folders around the file, not
     # only on its bytes: the entry keeps those answers, and a later run re-checks them.
     with analyzer.recorded_lookups() as looked_up:
-        result = check_file(path, _STATE["settings"], _STATE["catalog"], data)
+        result = check_file(path, settings, _STATE["catalog"], data)
     if cache is not None and key is not None and isinstance(data, bytes):
         try:
             unchanged = _signature(os.stat(path)) == sig
@@ -149,9 +152,11 @@ def run(
 ) -> CheckResult:
     """Check every file under ``paths``. ``jobs``: processes (None or 0: one per CPU).
 
-    ``progress``: ``start(total) -> advance(n)`` (see :mod:`neuron_lint.progress`), or None.
+    ``progress``: ``start(total_files, total_bytes) -> advance(files, nbytes)`` (see
+    :mod:`neuron_lint.progress`), or None.
     """
-    from .discovery import Missing, iter_python_files
+    from .config_tree import settings_for
+    from .discovery import Missing, Skipped, iter_python_files
 
     results: dict[int, CheckResult] = {}
     pending: list[tuple] = []  # (order, path, cache key, stat signature, size)
@@ -160,6 +165,9 @@ def run(
     for order, item in enumerate(iter_python_files(list(paths), settings)):
         if isinstance(item, Missing):
             results[order] = CheckResult(errors=[FileError(item.path, item.reason)])
+            continue
+        if isinstance(item, Skipped):
+            results[order] = CheckResult(warnings=[FileError(item.path, item.reason)])
             continue
         path = str(item)
         key = sig = data = None
@@ -171,7 +179,7 @@ def run(
                     from .api import display_path as display, read_file
                 data = read_file(path, settings)  # regular files only, bounded: never a pipe or /dev/zero
                 if isinstance(data, bytes):
-                    key = cache.key(data, display(path))
+                    key = cache.key(data, display(path), settings_for(settings, path))
                     sig = _signature(st)
                     hit = cache.get(key)
                     if hit is not None and not _still_valid(hit[1]):
@@ -184,15 +192,15 @@ def run(
         pending.append((order, path, key, sig, size, data))
         pending_bytes += size
 
-    advance = progress(len(results) + len(pending)) if progress is not None else _no_progress
-    advance(len(results))
+    advance = progress(len(results) + len(pending), pending_bytes) if progress is not None else _no_progress
+    advance(len(results))  # cached: no time left to spend on them
     workers = worker_count(jobs, len(pending))
     if workers <= 1 or pending_bytes < SERIAL_BYTES or len(pending) < SERIAL_FILES:
         _init_worker(settings, catalog, cache)
         for item in pending:
             order, result = _check_one(item)
             results[order] = result
-            advance(1)
+            advance(1, item[4])
     else:
         _run_pool(pending, workers, settings, catalog, cache, results, advance)
 
@@ -203,7 +211,7 @@ def run(
     return total
 
 
-def _no_progress(n: int) -> None:
+def _no_progress(n: int, nbytes: int = 0) -> None:
     return None
 
 
@@ -237,7 +245,9 @@ def _run_pool(pending, workers, settings, catalog, cache, results, advance=_no_p
     # Build the index before forking so every worker inherits it.
     from .index import build_index
 
-    build_index(catalog, settings.enabled_codes(catalog))
+    from .config_tree import base_of
+
+    build_index(catalog, base_of(settings).enabled_codes(catalog))
     initargs = (settings, catalog, cache, work, os.getpid())
     try:
         if _pool_pass(batches, workers, initargs, results, advance):
@@ -249,7 +259,7 @@ def _run_pool(pending, workers, settings, catalog, cache, results, advance=_no_p
                 if item[0] not in results:
                     order, result = _check_one(item)
                     results[order] = result
-                    advance(1)
+                    advance(1, item[4])
         finally:
             _STATE["work"] = None
         return
@@ -264,7 +274,7 @@ def _run_pool(pending, workers, settings, catalog, cache, results, advance=_no_p
             else:
                 reason = "the process checking it died (out of memory, or a crash in Python itself); not checked"
                 results[item[0]] = CheckResult(errors=[FileError(display_path(item[1]), reason)])
-            advance(1)
+            advance(1, item[4])
 
 
 def _pool_pass(batches, workers, initargs, results, advance) -> bool:
@@ -272,6 +282,7 @@ def _pool_pass(batches, workers, initargs, results, advance) -> bool:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    sizes = {item[0]: item[4] for batch in batches for item in batch}
     executor = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=initargs)
     futures = [executor.submit(_check_batch, b) for b in batches]
     try:
@@ -279,7 +290,7 @@ def _pool_pass(batches, workers, initargs, results, advance) -> bool:
             done = future.result()
             for order, result in done:
                 results[order] = result
-            advance(len(done))
+            advance(len(done), sum(sizes.get(order, 0) for order, _ in done))
         return True
     except BrokenProcessPool:
         for future in futures:  # keep what finished before the break
@@ -287,7 +298,7 @@ def _pool_pass(batches, workers, initargs, results, advance) -> bool:
                 for order, result in future.result():
                     if order not in results:
                         results[order] = result
-                        advance(1)
+                        advance(1, sizes.get(order, 0))
         return False
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

@@ -378,6 +378,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_ddp_script_starts_on_a_cpu_only_host(tmp_path):
     pytest.importorskip("torch")
     fixed = fix(DDP_SCRIPT)

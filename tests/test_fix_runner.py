@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
+from neuron_lint import runner
 from neuron_lint.fix_command import fix_paths
 from neuron_lint.settings import Settings
 
@@ -19,8 +22,26 @@ SCRIPT = textwrap.dedent('''\
     if __name__ == "__main__":
         step(None, None)
     ''')
-# Enough source that the runner starts worker processes (it keeps small runs in one process).
-PADDING = "".join(f"V{i} = {i}\n" for i in range(9000))
+# Some padding, so the fixed files are not all the script alone. The runner keeps small runs in
+# one process: `force_pool` sends even these through the worker processes (a 9,000-line padding
+# did that by size, at 10-20 s of LibCST work per file).
+PADDING = "".join(f"V{i} = {i}\n" for i in range(200))
+
+
+@pytest.fixture
+def force_pool(monkeypatch):
+    """Make even these small trees go through the worker processes, and record that they did."""
+    calls = []
+    real = runner._run_pool
+
+    def spy(pending, workers, *args, **kwargs):
+        calls.append((len(pending), workers))
+        return real(pending, workers, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "SERIAL_BYTES", 0)
+    monkeypatch.setattr(runner, "SERIAL_FILES", 0)
+    monkeypatch.setattr(runner, "_run_pool", spy)
+    return calls
 
 
 def _tree(root, n=10):
@@ -37,19 +58,22 @@ def _summary(done):
     return [(d.path.rsplit("/", 1)[-1], d.changed, len(d.applied), len(d.remaining), d.diff.count("\n")) for d in done]
 
 
-def test_parallel_fix_gives_the_serial_result(tmp_path):
+def test_parallel_fix_gives_the_serial_result(tmp_path, force_pool):
     a, b = _tree(tmp_path / "a"), _tree(tmp_path / "b")
     serial, serial_errors = fix_paths([str(a)], Settings(), write=False, jobs=1)
+    assert not force_pool  # one job: no workers
     parallel, parallel_errors = fix_paths([str(b)], Settings(), write=False, jobs=2)
+    assert force_pool and force_pool[-1][1] == 2  # really ran in two worker processes
     assert _summary(serial) == _summary(parallel)
     assert [e.reason for e in serial_errors] == [e.reason for e in parallel_errors]
     assert any("syntax error" in e.reason for e in parallel_errors)  # the broken file is named, the rest fixed
     assert sum(d.changed for d in parallel) == 11
 
 
-def test_fix_honours_exclude_and_selection(tmp_path):
+def test_fix_honours_exclude_and_selection(tmp_path, force_pool):
     root = _tree(tmp_path, n=2)
     done, _ = fix_paths([str(root)], Settings(exclude=("skipped",), select=("NRN203",)), write=True, jobs=2)
+    assert force_pool and force_pool[-1][1] == 2  # in the worker processes
     assert not any("skipped" in d.path for d in done)
     text = (root / "m0.py").read_text()
     assert "torch.accelerator.synchronize()" in text and ".cuda()" in text  # NRN201 was not selected

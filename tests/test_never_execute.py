@@ -71,6 +71,7 @@ def test_checking_files_with_side_effects_runs_none_of_them(planted):
     assert result.errors == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", ["module", "script"])
 def test_the_cli_in_a_hostile_checkout_imports_nothing_from_it(planted, entry):
     """Run inside the checkout, where `python -m` puts the working directory first on sys.path."""

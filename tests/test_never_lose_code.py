@@ -61,17 +61,48 @@ def _make_tree(root: Path, copies: int) -> dict[Path, bytes]:
     return originals
 
 
+#: (file name, bytes) -> what an uninterrupted `neuron-lint fix --isolated` run makes of that file.
+_FIXED: dict[tuple[str, bytes], bytes] = {}
+
+
 def _fixed_versions(originals: dict[Path, bytes], scratch: Path) -> dict[Path, bytes]:
-    """What each file looks like once fixed: an uninterrupted `neuron-lint fix` run on a copy."""
-    copies = {path: scratch / f"{i:04}" / path.name for i, path in enumerate(originals)}
-    for path, copy in copies.items():
+    """What each file looks like once fixed: an uninterrupted `neuron-lint fix` run on a copy.
+
+    Each file is fixed alone in a folder of its own, so its fixed version depends only on its name
+    and bytes: every distinct file is fixed once (a tree of 60 copies holds 12 kinds of each file),
+    and remembered for the later tests of this module.
+    """
+    todo = sorted({(path.name, data) for path, data in originals.items()} - _FIXED.keys())
+    copies = {key: scratch / f"{i:04}" / key[0] for i, key in enumerate(todo)}
+    for key, copy in copies.items():
         copy.parent.mkdir(parents=True)
-        copy.write_bytes(originals[path])
+        copy.write_bytes(key[1])
+    if copies:
+        subprocess.run([sys.executable, "-m", "neuron_lint", "fix", "--isolated", "-q", str(scratch)],
+                       env=_env(), capture_output=True, timeout=600)
+        _FIXED.update((key, copy.read_bytes()) for key, copy in copies.items())
+    return {path: _FIXED[path.name, data] for path, data in originals.items()}
+
+
+def _seconds_to_fix(originals: dict[Path, bytes], scratch: Path) -> float:
+    """How long an uninterrupted `neuron-lint fix` run on a copy of the whole tree takes."""
+    for path, data in originals.items():
+        copy = scratch / path.parent.name / path.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(data)
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "neuron_lint", "fix", "--isolated", "-q", str(scratch)],
                    env=_env(), capture_output=True, timeout=600)
-    _fixed_versions.seconds = time.monotonic() - start  # how long an uninterrupted run takes
-    return {path: copy.read_bytes() for path, copy in copies.items()}
+    return time.monotonic() - start
+
+
+def _wait_for_fixed_files(originals: dict[Path, bytes], count: int, proc: subprocess.Popen, timeout: float = 300) -> None:
+    """Return once ``count`` files of the tree have been rewritten (or the run has ended)."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        if sum(path.read_bytes() != data for path, data in originals.items()) >= count:
+            return
+        time.sleep(0.01)
 
 
 def _assert_old_or_new(originals: dict[Path, bytes], fixed: dict[Path, bytes]) -> tuple[int, int]:
@@ -215,6 +246,7 @@ def test_the_cli_names_a_file_changed_during_fix(tmp_path, monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------- signals
+@pytest.mark.slow
 @posix_only
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_a_signal_inside_the_write_leaves_no_temporary_file(tmp_path, sig):
@@ -241,16 +273,22 @@ def test_a_signal_inside_the_write_leaves_no_temporary_file(tmp_path, sig):
     ast.parse(path.read_text())
 
 
-def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, fraction: float) -> tuple[int, int, int]:
-    """Run `fix` on a tree and send ``sig`` ``fraction`` of the way through; check every file."""
+def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, fraction: float | None = None,
+                         after_files: int | None = None) -> tuple[int, int, int]:
+    """Run `fix` on a tree and send ``sig`` ``fraction`` of the way through (in time: of how long an
+    uninterrupted run takes), or as soon as ``after_files`` files have been rewritten; check every file."""
     tree = tmp_path / "tree"
     originals = _make_tree(tree, copies)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    fixed = _fixed_versions(originals, scratch)
+    fixed = _fixed_versions(originals, scratch / "fixed")
+    delay = None if after_files is not None else _seconds_to_fix(originals, scratch / "timed") * fraction
     proc = subprocess.Popen([sys.executable, "-m", "neuron_lint", "fix", "--isolated", "-q", str(tree)],
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(_fixed_versions.seconds * fraction)
+    if delay is None:
+        _wait_for_fixed_files(originals, after_files, proc)
+    else:
+        time.sleep(delay)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=300)
     assert b"Traceback" not in err, err.decode()
@@ -259,12 +297,15 @@ def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, fraction: float)
     return proc.returncode, old, new
 
 
+@pytest.mark.slow
 @posix_only
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_a_fix_run_leaves_every_file_old_or_new(tmp_path, sig):
-    # Aim for the middle of the run (some files fixed, some not); retry a little off if it missed.
-    for attempt, fraction in enumerate((0.65, 0.8, 0.5, 0.9)):
-        code, old, new = _interrupt_a_fix_run(tmp_path / str(attempt), sig, copies=60, fraction=fraction)
+    # Aim for the middle of the run (some files fixed, some not): signal once some of the 60 files
+    # that change have been rewritten (not after a guessed time, which a busy machine stretches);
+    # retry at another point if it missed.
+    for attempt, after_files in enumerate((15, 30, 5, 45)):
+        code, old, new = _interrupt_a_fix_run(tmp_path / str(attempt), sig, copies=60, after_files=after_files)
         if old and new:
             break
     assert code in ((130, 2) if sig == signal.SIGINT else (-signal.SIGTERM, 143, 2))
@@ -280,6 +321,7 @@ def test_fuzz_interrupt_at_many_moments(tmp_path, sig):
 
 
 # ---------------------------------------------------------------- concurrency
+@pytest.mark.slow
 def test_two_fix_runs_on_one_tree_corrupt_nothing(tmp_path):
     tree = tmp_path / "tree"
     originals = _make_tree(tree, 20)

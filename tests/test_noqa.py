@@ -216,16 +216,17 @@ def test_add_noqa_command_suppresses_everything_and_is_idempotent(cli, tmp_path)
     assert r.returncode == 0, r.stdout  # every suppression it wrote is used
 
 
-def test_add_noqa_leaves_dependency_manifests_alone(cli, tmp_path):
+def test_add_noqa_comments_dependency_manifests_too(cli, tmp_path):
+    # (issue 15: a requirements line honours `# noqa`, so --add-noqa writes one; tests/test_workflow.py has the rest)
     req = tmp_path / "requirements.txt"
     req.write_text("torch\nflash-attn==2.5.8\n")
     (tmp_path / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
     r = cli("check", "--add-noqa", ".", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert req.read_text() == "torch\nflash-attn==2.5.8\n"
+    assert req.read_text() == "torch\nflash-attn==2.5.8  # noqa: NRN680\n"
     assert (tmp_path / "train.py").read_text().endswith("# noqa: NRN201\n")
     r = cli("check", ".", "--output-format", "concise", cwd=tmp_path)
-    assert "requirements.txt" in r.stdout and "train.py" not in r.stdout
+    assert r.returncode == 0 and "requirements.txt" not in r.stdout and "train.py" not in r.stdout
 
 
 def test_add_noqa_reports_unparsable_files_and_still_does_the_others(cli, tmp_path):

@@ -106,6 +106,12 @@ def with_vocabulary(data, program: str) -> str:
     return _IDENT.sub(lambda m: mapping.get(m.group(0), m.group(0)), program)
 
 
+# hypothesmith.from_grammar() builds an LALR parser of Python's grammar (seconds) at each call: one
+# for every test here (a deferred strategy builds its strategy once), and only once a test draws
+# from it (not while collecting).
+GRAMMAR_PROGRAMS = st.deferred(lambda: hypothesmith.from_grammar())
+
+
 # ---------------------------------------------------------------- check never raises
 def _check_generated(data, program: str) -> None:
     _count("generated programs checked")
@@ -114,7 +120,7 @@ def _check_generated(data, program: str) -> None:
 
 
 @QUICK
-@given(program=hypothesmith.from_grammar(), data=st.data())
+@given(program=GRAMMAR_PROGRAMS, data=st.data())
 def test_check_never_raises_on_grammar_programs(program, data):
     _check_generated(data, program)
 
@@ -127,7 +133,7 @@ def test_check_never_raises_on_libcst_programs(program, data):
 
 @pytest.mark.fuzz
 @LONG
-@given(program=hypothesmith.from_grammar(), data=st.data())
+@given(program=GRAMMAR_PROGRAMS, data=st.data())
 def test_fuzz_check_grammar_programs(program, data):
     _check_generated(data, program)
 
@@ -339,7 +345,7 @@ def test_findings_do_not_depend_on_how_files_are_checked(tmp_path, monkeypatch):
 
 
 @QUICK
-@given(program=hypothesmith.from_grammar(), data=st.data())
+@given(program=GRAMMAR_PROGRAMS, data=st.data())
 def test_a_generated_file_alone_or_among_others_gives_the_same_findings(tmp_path_factory, program, data):
     program = "import torch\n" + with_vocabulary(data, program)
     folder = tmp_path_factory.mktemp("alone")

@@ -264,7 +264,12 @@ class PlanContext:
 
     def _is_device_definition(self, value: ast.AST) -> bool:
         if isinstance(value, ast.IfExp):  # the idiom: current_accelerator() if is_available() else device("cpu")
-            return self.qualname(getattr(value.body, "func", None)) == "torch.accelerator.current_accelerator"
+            if self.qualname(getattr(value.body, "func", None)) == "torch.accelerator.current_accelerator":
+                return True
+            # torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+            return (self.qualname(getattr(value.test, "func", None)) == "torch.cuda.is_available"
+                    and not getattr(value.test, "args", True) and self._is_device_call(value.body, "cuda")
+                    and self._is_device_call(value.orelse, "cpu"))
         if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords):
             return False
         if self.qualname(value.func) != "torch.device":
@@ -276,6 +281,11 @@ class PlanContext:
             tests = arg.test.values if isinstance(arg.test, ast.BoolOp) and isinstance(arg.test.op, ast.And) else [arg.test]
             return any(self.qualname(getattr(t, "func", None)) == "torch.cuda.is_available" for t in tests)
         return False
+
+    def _is_device_call(self, node: ast.AST, kind: str) -> bool:
+        """``torch.device("<kind>")``."""
+        return (isinstance(node, ast.Call) and self.qualname(node.func) == "torch.device" and len(node.args) == 1
+                and not node.keywords and is_str(node.args[0], kind))
 
     @cached_property
     def has_device_helper(self) -> bool:

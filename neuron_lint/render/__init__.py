@@ -34,6 +34,8 @@ class RenderOptions:
     unsafe_fixes: bool = False
     quiet: bool = False
     statistics: bool = False
+    #: file contents already in memory (standard input), by shown path: source lines come from here
+    texts: dict | None = None
 
 
 def lazy_lookup(table: dict[str, str], name: str, what: str) -> Callable:

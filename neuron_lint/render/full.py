@@ -8,7 +8,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
-from ..model import CheckResult, Finding
+from ..excerpts import source_lines
+from ..model import CheckResult, Finding, position_text
 from . import RenderOptions
 from .safe_output import console_width, escape
 from .summary import summary_lines
@@ -34,19 +35,6 @@ def _console(out: TextIO, options: RenderOptions) -> Console:
     return Console(**kwargs)
 
 
-def _source_lines(path: str, cache: dict[str, list[str] | None]) -> list[str] | None:
-    if path not in cache:
-        try:
-            from ..positions import split_lines
-            from ..source import decode
-
-            with open(path, "rb") as fh:
-                cache[path] = split_lines(decode(fh.read()).text)
-        except Exception:  # the source is a courtesy; a vanished file still gets its finding
-            cache[path] = None
-    return cache[path]
-
-
 def _snippet(f: Finding, lines: list[str]) -> Text | None:
     if not (1 <= f.line <= len(lines)):
         return None
@@ -70,18 +58,18 @@ def _snippet(f: Finding, lines: list[str]) -> Text | None:
 
 def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
     console = _console(out, options)
-    cache: dict[str, list[str] | None] = {}
+    cache: dict = {}
     for path, group in groupby(result.findings, key=lambda f: f.path):
         for f in group:
             head = Text()
-            head.append(f"{escape(f.path)}:{f.line}:{f.col}: ", style="bold")
+            head.append(f"{escape(f.path)}:{position_text(f.line, f.col, f.cell)}: ", style="bold")
             head.append(f.code, style=_CATEGORY_STYLE.get(f.category, "bold"))
             if f.fix and (f.fix.applicability == "safe" or options.unsafe_fixes):
                 head.append(" [*]", style="cyan")
             head.append(" " + escape(f.message))
             console.print(head)
             if options.show_source:
-                lines = _source_lines(path, cache)
+                lines = source_lines(path, f.cell, cache, options.texts)
                 snippet = _snippet(f, lines) if lines else None
                 if snippet is not None:
                     console.print(snippet)

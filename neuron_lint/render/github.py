@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from ..model import CheckResult
+from ..model import CheckResult, position_text
 from . import RenderOptions
 from .safe_output import escape
 
@@ -31,11 +31,16 @@ def _prop(text: str) -> str:
 
 def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
     for f in result.findings:
-        props = (
-            f"file={_prop(f.path)},line={f.line},col={f.col},endLine={f.end_line},endColumn={f.end_col},"
-            f"title={_prop(f'neuron-lint ({f.code} {f.name})')}"
-        )
-        out.write(f"::{level(f.category)} {props}::{_data(f'{f.code} {f.message}')}\n")
+        title = f"title={_prop(f'neuron-lint ({f.code} {f.name})')}"
+        if f.cell:  # a notebook: GitHub would point at a line of its JSON; the cell goes in the message
+            props, cell = f"file={_prop(f.path)},{title}", f"{position_text(f.line, f.col, f.cell)}: "
+        else:
+            props = f"file={_prop(f.path)},line={f.line},col={f.col},endLine={f.end_line},endColumn={f.end_col},{title}"
+            cell = ""
+        out.write(f"::{level(f.category)} {props}::{_data(f'{cell}{f.code} {f.message}')}\n")
     for e in result.errors:
-        where = f"file={_prop(e.path)}" + (f",line={e.line}" if e.line else "") + (f",col={e.col}" if e.col else "")
-        out.write(f"::error {where},title=neuron-lint::{_data(e.reason)}\n")
+        where = f"file={_prop(e.path)}"
+        if not e.cell:
+            where += (f",line={e.line}" if e.line else "") + (f",col={e.col}" if e.col else "")
+        reason = f"{position_text(e.line or 1, e.col or 1, e.cell)}: {e.reason}" if e.cell else e.reason
+        out.write(f"::error {where},title=neuron-lint::{_data(reason)}\n")

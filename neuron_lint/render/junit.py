@@ -11,7 +11,7 @@ from itertools import groupby
 from typing import TextIO
 from xml.etree import ElementTree as ET
 
-from ..model import CheckResult
+from ..model import CheckResult, position_text
 from . import RenderOptions
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -29,9 +29,11 @@ def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
         findings = list(group)
         suite = ET.SubElement(root, "testsuite", name=_x(path), tests=str(len(findings)), failures=str(len(findings)), errors="0")
         for f in findings:
-            case = ET.SubElement(suite, "testcase", name=f"{f.code} {f.name} at {f.line}:{f.col}", classname=_x(path), file=_x(path), line=str(f.line))
+            at = position_text(f.line, f.col, f.cell)
+            case = ET.SubElement(suite, "testcase", name=f"{f.code} {f.name} at {at}", classname=_x(path), file=_x(path),
+                                 **({} if f.cell else {"line": str(f.line)}))
             failure = ET.SubElement(case, "failure", message=_x(f.message), type=f.code)
-            failure.text = _x(f"{path}:{f.line}:{f.col}: {f.code} {f.message}\nhelp: {f.suggestion}")
+            failure.text = _x(f"{path}:{at}: {f.code} {f.message}\nhelp: {f.suggestion}")
         tests += len(findings)
         failures += len(findings)
     if result.errors:

@@ -12,14 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..catalog import FAMILY_TITLES, Catalog, Rule
+from .rule_text import examples, sections, source_lines
 from .safe_output import console_width
-
-_SAFETY_TEXT = {
-    "safe": "safe: on a CUDA machine the rewritten code does exactly what the old code did",
-    "unsafe": "unsafe: the rewrite can change behaviour; applied only with --unsafe-fixes",
-    None: "none: neuron-lint reports this and suggests a change; a person makes it",
-}
-
 
 def print_rules_table(catalog: Catalog, console: Console | None = None) -> None:
     console = console or Console(highlight=False, width=console_width())
@@ -37,27 +31,19 @@ def print_rules_table(catalog: Catalog, console: Console | None = None) -> None:
 
 
 def print_rule(rule: Rule, console: Console | None = None) -> None:
+    """One rule page, drawn for a terminal (:func:`neuron_lint.render.rule_text.rule_lines` is the plain form)."""
     console = console or Console(highlight=False, width=console_width())
     console.print(Text(f"{rule.code} {rule.name}", style="bold"), Text(f"  ({rule.category}, {rule.confidence})"))
     console.print()
-    sections = [
-        ("What it flags", rule.message.replace("{name}", "…")),
-        ("Why it matters on Trainium", rule.rationale),
-        ("What to write instead", rule.suggestion),
-        ("Fix", _SAFETY_TEXT[rule.fix.safety if rule.fix else None] + (f". {rule.fix.note}" if rule.fix and rule.fix.note else "")),
-        ("Effort", rule.effort),
-        ("Source", rule.source),
-    ]
-    if rule.confidence == "likely":
-        sections.append(("Confidence", "likely: the fact behind this rule is secondary or inferred, so it may not apply to every TorchNeuron release"))
-    for title, body in sections:
+    for title, body in sections(rule):
         console.print(Text(title, style="bold underline"))
-        console.print(escape(" ".join(body.split())))
+        console.print(escape(body))
         console.print()
-    console.print(Text("Example (flagged)", style="bold underline"))
-    console.print(Panel(Syntax(rule.bad[0].strip("\n"), "python", theme="ansi_dark", background_color="default"), expand=False))
-    if rule.fixed:
-        console.print(Text("After `neuron-lint fix`", style="bold underline"))
-        console.print(Panel(Syntax(rule.fixed[0].strip("\n"), "python", theme="ansi_dark", background_color="default"), expand=False))
-    console.print(Text("Not flagged", style="bold underline"))
-    console.print(Panel(Syntax(rule.good[0].strip("\n"), "python", theme="ansi_dark", background_color="default"), expand=False))
+    console.print(Text("Sources", style="bold underline"))
+    for line in source_lines(rule):
+        console.print(Text(line, overflow="fold"))
+    console.print()
+    language = "text" if rule.manifest_only else "python"
+    for title, text in examples(rule):
+        console.print(Text(title, style="bold underline"))
+        console.print(Panel(Syntax(text, language, theme="ansi_dark", background_color="default", word_wrap=True), expand=False))

@@ -156,6 +156,18 @@ class GuardedStream:
         for line in lines:
             self.write(line)
 
+    def write_bytes(self, data: bytes) -> int:
+        """Bytes as they are (``fix -`` writes the file's own encoding and line endings), guarded the same way."""
+        if self.dead:
+            return len(data)
+        try:
+            self._inner.flush()
+            self._inner.buffer.write(data)
+            self._inner.buffer.flush()
+        except OSError as exc:
+            self._fail(exc)
+        return len(data)
+
     def flush(self) -> None:
         if self.dead:
             return
@@ -189,6 +201,21 @@ class _Closed:
 
     def fileno(self) -> int:
         raise OSError(errno.EBADF, "standard output is closed")
+
+
+class BinaryOut:
+    """A binary stream over standard output that goes through its guard when there is one."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, data: bytes) -> int:
+        if hasattr(self._stream, "write_bytes"):
+            return self._stream.write_bytes(data)
+        self._stream.flush()
+        written = self._stream.buffer.write(data)
+        self._stream.buffer.flush()
+        return written
 
 
 def _report_stdout_failure(exc: OSError) -> None:

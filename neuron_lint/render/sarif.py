@@ -14,6 +14,7 @@ from typing import TextIO
 from urllib.parse import quote
 
 from .. import __version__
+from .rule_text import source_lines
 from ..catalog import Rule, load_catalog
 from ..model import CheckResult, Finding
 from . import RenderOptions
@@ -39,10 +40,11 @@ def _rule(rule: Rule) -> dict:
     suggestion = " ".join(rule.suggestion.split())
     fix = f"Fix: {rule.fix.safety} (`neuron-lint fix`)." if rule.fix else "Fix: none; a person makes the change."
     lang = "" if getattr(rule, "manifest_only", False) else "python"
-    help_text = f"{rationale}\n\nWhat to write instead: {suggestion}\n\n{fix}\n\nSource: {rule.source}"
+    sources = source_lines(rule)  # the public pages behind the rule's facts
+    help_text = f"{rationale}\n\nWhat to write instead: {suggestion}\n\n{fix}\n\nSources: {' '.join(sources)}"
     help_md = (
         f"**Why it matters on Trainium.** {rationale}\n\n**What to write instead.** {suggestion}\n\n"
-        f"**{fix}**\n\n*Source:* {rule.source}\n\n```{lang}\n{rule.bad[0].strip()}\n```"
+        f"**{fix}**\n\n*Sources:* {', '.join(sources)}\n\n```{lang}\n{rule.bad[0].strip()}\n```"
     )
     return {
         "id": rule.code,
@@ -66,6 +68,11 @@ def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
     return {"startLine": line, "startColumn": col, "endLine": end_line, "endColumn": end_col}
 
 
+def _cell(cell: int) -> dict:
+    """In a notebook, regions count lines within a cell: ``properties.cell`` names it (1-based)."""
+    return {"properties": {"cell": cell}} if cell else {}
+
+
 def _result(f: Finding, index: dict[str, int]) -> dict:
     out: dict = {
         "ruleId": f.code,
@@ -74,7 +81,7 @@ def _result(f: Finding, index: dict[str, int]) -> dict:
         "locations": [{"physicalLocation": {
             "artifactLocation": _uri(f.path),
             "region": _region(f.line, f.col, f.end_line, f.end_col),
-        }}],
+        }, **_cell(f.cell)}],
     }
     if f.code in index:
         out["ruleIndex"] = index[f.code]
@@ -86,6 +93,7 @@ def _result(f: Finding, index: dict[str, int]) -> dict:
                 "replacements": [{
                     "deletedRegion": _region(e.line, e.col, e.end_line, e.end_col),
                     "insertedContent": {"text": e.content},
+                    **_cell(e.cell),
                 } for e in f.fix.edits],
             }],
         }]
@@ -102,7 +110,7 @@ def sarif_log(result: CheckResult) -> dict:
         "locations": [{"physicalLocation": {
             "artifactLocation": _uri(e.path),
             **({"region": {"startLine": e.line, **({"startColumn": e.col} if e.col else {})}} if e.line else {}),
-        }}],
+        }, **_cell(e.cell)}],
     } for e in result.errors]
     root = Path(os.getcwd()).as_uri().rstrip("/") + "/"
     return {

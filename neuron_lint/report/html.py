@@ -14,11 +14,12 @@ import re
 from html import escape
 from typing import TextIO
 
+from ..model import position_text
 from ..render.safe_output import unicode_safe
 from .legacy import summary_lines
-from .text import FIX_WORDS, LEVEL_WORDS, file_rules, pct, rules_text
+from .text import FIX_WORDS, LEVEL_WORDS, file_rules, rules_text
 
-VERDICT_CLASS = {"ready": "ok", "fixable": "fix", "needs-work": "work", "blocked": "blocked"}
+VERDICT_CLASS = {"ready": "ok", "fixable": "fix", "needs-work": "work", "blocked": "blocked", "nothing-checked": "work"}
 MAX_BLOCKERS = 200
 
 
@@ -114,7 +115,7 @@ SCRIPT = r"""
       svg.appendChild(el("rect", {x: 200, y: y - 11, width: 12, height: 12, rx: 2, fill: p.color}));
       svg.appendChild(el("text", {x: 220, y: y}, p.label + ": " + p.value));
     });
-    var share = total ? Math.round(100 * parts[0].value / total) : 0;
+    var share = data.shares ? data.shares[parts[0].key] : (total ? Math.round(100 * parts[0].value / total) : 0);
     svg.appendChild(el("text", {x: cx, y: cy + 8, "text-anchor": "middle", "class": "big", id: "auto-share"}, share + "%"));
     svg.setAttribute("data-drawn", parts.length);
   }
@@ -146,7 +147,7 @@ def _cards(report: dict) -> str:
         (n, "findings"),
         (f"{report['files_with_findings']} / {report['files_checked']}", "files with findings / checked"),
         (s["blockers"], "blockers"),
-        (pct(s["safe_fixable"], n), "fixed automatically"),
+        (f"{report['shares']['safe_fixable']}%", "fixed automatically"),
         (s["effort"]["points"], "effort points"),
     ]
     return '<div class="cards">' + "".join(
@@ -170,7 +171,7 @@ def _blockers(report: dict) -> str:
             f'<span class="{"hit" if x["line"] == b["line"] else ""}">{x["line"]:>5} | {e(x["text"])}</span>' for x in b["excerpt"]
         )
         items.append(
-            f'<div class="blocker" data-code="{e(b["code"])}"><div class="where"><code>{e(b["path"])}:{b["line"]}:{b["column"]}</code> '
+            f'<div class="blocker" data-code="{e(b["code"])}"><div class="where"><code>{e(b["path"])}:{position_text(b["line"], b["column"], b.get("cell", 0))}</code> '
             f'{e(b["code"])}<span class="tag">{e(b["effort"])}</span> {t(b["message"])}</div>'
             f'<div class="help">{t(b["suggestion"])}</div>' + (f"<pre>{lines}</pre>" if lines else "") + "</div>"
         )
@@ -186,7 +187,7 @@ def render(report: dict, out: TextIO) -> None:
     fams = _table([("family", False), ("findings", True)],
                   [[e(report["family_titles"][k]), str(v)] for k, v in s["families"].items()])
     fix = _table([("", False), ("findings", True), ("share", True)],
-                 [[t(words), str(s[k]), pct(s[k], n)] for k, words in FIX_WORDS.items()])
+                 [[t(words), str(s[k]), f"{report['shares'][k]}%"] for k, words in FIX_WORDS.items()])
     effort = _table([("level", False), ("findings", True), ("points", True), ("rules behind it", False)],
                     [[t(LEVEL_WORDS[k]), str(v["findings"]), str(v["points"]), e(rules_text(v["rules"]))]
                      for k, v in s["effort"]["by_level"].items() if v["findings"]]
@@ -214,14 +215,15 @@ def render(report: dict, out: TextIO) -> None:
         errors = "<section><h2>Files that could not be checked</h2>" + _table(
             [("file", False), ("reason", False)], [[f"<code>{e(x['path'])}</code>", e(x["reason"])] for x in report["errors"]]) + "</section>"
     roots = ", ".join(report["roots"])
+    project = report.get("project") or roots
     out.write(unicode_safe(f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline';">
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Trainium migration readiness: {e(roots)}</title>
+<title>Trainium migration readiness: {e(project)}</title>
 <style>{CSS}</style></head>
 <body data-verdict="{e(report['verdict'])}">
-<header><h1>Trainium migration readiness</h1><p>{e(roots)} · neuron-lint {e(report['tool']['version'])}</p>
+<header><h1>Trainium migration readiness: {e(project)}</h1><p>{e(roots)} · neuron-lint {e(report['tool']['version'])}</p>
 <div class="verdict {VERDICT_CLASS[report['verdict']]}" id="verdict">{e(report['verdict_text'])}</div></header>
 <main>
 {_cards(report)}

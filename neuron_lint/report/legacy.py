@@ -60,15 +60,18 @@ def summary_lines(section: dict) -> list[str]:
     if not n:
         return []
 
+    from .project import shares
+
     def pct(a, b):
         return f"{100 * a / b:.0f}%" if b else "0%"
 
+    share = shares({k: section[k] for k in ("safe_fixable", "unsafe_fixable", "manual")})  # they add up to 100%
     out = [
         f"{section['files']} of {section['files_checked']} files ({pct(section['files'], section['files_checked'])}) "
         f"are on the legacy PyTorch/XLA path: {n} uses on {section['lines']} lines.",
-        f"`neuron-lint fix` rewrites {section['safe_fixable']} ({pct(section['safe_fixable'], n)}), "
-        f"`--unsafe-fixes` {section['unsafe_fixable']} more ({pct(section['unsafe_fixable'], n)}); "
-        f"{section['manual']} ({pct(section['manual'], n)}) need a person"
+        f"`neuron-lint fix` rewrites {section['safe_fixable']} ({share['safe_fixable']}%), "
+        f"`--unsafe-fixes` {section['unsafe_fixable']} more ({share['unsafe_fixable']}%); "
+        f"{section['manual']} ({share['manual']}%) need a person"
         + (f", of which {section['imports_pending']} are `torch_xla` imports that `fix` removes once the uses they serve "
            "are gone." if section.get("imports_pending") else "."),
     ]

@@ -6,11 +6,12 @@ import html
 import re
 from typing import TextIO
 
+from ..model import position_text
 from ..render.safe_output import escape
 from .legacy import summary_lines
-from .text import FIX_WORDS, LEVEL_WORDS, file_rules, pct, rules_text
+from .text import FIX_WORDS, LEVEL_WORDS, file_rules, rules_text
 
-VERDICT_MARK = {"ready": "✅", "fixable": "🔧", "needs-work": "🟡", "blocked": "⛔"}
+VERDICT_MARK = {"ready": "✅", "fixable": "🔧", "needs-work": "🟡", "blocked": "⛔", "nothing-checked": "⚠️"}
 MAX_BLOCKERS = 50
 
 
@@ -41,7 +42,7 @@ def render(report: dict, out: TextIO) -> None:
     n = s["findings"]
     w = out.write
     w(f"## Trainium migration readiness: {VERDICT_MARK[report['verdict']]} {md(report['verdict_text'])}\n\n")
-    w(f"**{n}** findings in **{report['files_with_findings']}** of {report['files_checked']} files checked · "
+    w(f"{code(report.get('project', ''))}: **{n}** findings in **{report['files_with_findings']}** of {report['files_checked']} files checked · "
       f"**{s['blockers']}** blockers · effort **{s['effort']['points']}** points "
       f"({', '.join(f'{k} = {v}' for k, v in report['effort_points'].items())}).\n\n")
     if report["errors"]:
@@ -54,7 +55,7 @@ def render(report: dict, out: TextIO) -> None:
         w(f"| {md(report['family_titles'][fam])} | {count} |\n")
     w("\n| | findings | share |\n|---|---:|---:|\n")
     for key, words in FIX_WORDS.items():
-        w(f"| {md(words)} | {s[key]} | {pct(s[key], n)} |\n")
+        w(f"| {md(words)} | {s[key]} | {report['shares'][key]}% |\n")
     w("\n### Effort\n\n| level | findings | points | rules behind it |\n|---|---:|---:|---|\n")
     for level, row in s["effort"]["by_level"].items():
         if row["findings"]:
@@ -66,7 +67,7 @@ def render(report: dict, out: TextIO) -> None:
     if report["blockers"]:
         w(f"\n### Blockers ({len(report['blockers'])})\n\n")
         for b in report["blockers"][:MAX_BLOCKERS]:
-            where = f"{b['path']}:{b['line']}:{b['column']}"
+            where = f"{b['path']}:{position_text(b['line'], b['column'], b.get('cell', 0))}"
             w(f"- {code(where)} **{b['code']}** ({b['effort']}): {md(b['message'])}  \n"
               f"  {md(b['suggestion'])}\n")
             if b["excerpt"]:

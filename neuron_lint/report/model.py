@@ -16,6 +16,7 @@ from .. import __version__
 from ..catalog import FAMILIES, FAMILY_TITLES, Catalog, load_catalog
 from ..model import CheckResult, Finding
 from .legacy import legacy_section
+from .project import package_of, project_name, shares
 
 #: Effort level -> points, so that levels can be summed. Documented in README.
 EFFORT_POINTS = {"auto": 0, "low": 1, "medium": 3, "high": 8}
@@ -29,7 +30,10 @@ VERDICTS = {
     "fixable": "Fixable: `neuron-lint fix` resolves every finding",
     "needs-work": "Needs work: manual changes, but nothing blocks the port",
     "blocked": "Blocked: some code cannot run on Trainium until it is rewritten",
+    "nothing-checked": "Nothing checked: no Python file, notebook or manifest was found under the given paths",
 }
+#: A "ready" verdict when some files could not be checked says so (it is only ready as far as it could see).
+READY_WITH_ERRORS = "Ready as far as it could see: nothing to change in the files checked, but {n} could not be checked"
 
 EXCERPT_CONTEXT = 1  # lines before and after a blocker's line
 
@@ -86,11 +90,6 @@ def _relative(path: str, roots: list[str]) -> str:
     return Path(rel).as_posix()
 
 
-def package_of(rel: str) -> str:
-    parts = rel.split("/")
-    return parts[0] if len(parts) > 1 else "(top level)"
-
-
 def directory_of(rel: str) -> str:
     parent = rel.rpartition("/")[0]
     return parent or "."
@@ -138,17 +137,10 @@ class _Tally:
         }
 
 
-def _excerpt(path: str, line: int, cache: dict) -> list[dict]:
-    if path not in cache:
-        try:
-            from ..positions import split_lines
-            from ..source import decode
+def _excerpt(path: str, line: int, cache: dict, cell: int = 0) -> list[dict]:
+    from ..excerpts import source_lines
 
-            with open(path, "rb") as fh:
-                cache[path] = split_lines(decode(fh.read()).text)
-        except Exception:  # unreadable now: the finding stands without its excerpt
-            cache[path] = []
-    lines = cache[path]
+    lines = source_lines(path, cell, cache) or []  # unreadable now: the finding stands without its excerpt
     lo, hi = max(1, line - EXCERPT_CONTEXT), min(len(lines), line + EXCERPT_CONTEXT)
     return [{"line": n, "text": lines[n - 1][:400]} for n in range(lo, hi + 1)]
 
@@ -197,23 +189,30 @@ def build_report(
             blockers.append({
                 "path": f.path, "line": f.line, "column": f.col, "code": f.code, "name": f.name,
                 "category": f.category, "effort": effort, "message": f.message, "suggestion": f.suggestion,
-                "excerpt": _excerpt(f.path, f.line, excerpts),
+                "excerpt": _excerpt(f.path, f.line, excerpts, f.cell), **({"cell": f.cell} if f.cell else {}),
             })
     effort_rank = {"high": 0, "medium": 1, "low": 2, "auto": 3}
     blockers.sort(key=lambda b: (effort_rank[b["effort"]], b["path"], b["line"], b["column"], b["code"]))
     file_rows = [{"path": path, **t.to_dict()} for path, t in per_file.items()]
     file_rows.sort(key=lambda r: (-r["effort"]["points"], -r["findings"], r["path"]))
     repo_dict = repo.to_dict()
+    if result.files_checked == 0 and not findings:  # an empty, ignored or missing path is never "ready"
+        repo_dict["verdict"] = "nothing-checked"
+    verdict_text = VERDICTS[repo_dict["verdict"]]
+    if repo_dict["verdict"] == "ready" and result.errors:
+        verdict_text = READY_WITH_ERRORS.format(n=len(result.errors))
     return {
         "schema_version": 1,
         "tool": {"name": "neuron-lint", "version": __version__},
+        "project": project_name(roots),
         "roots": roots,
         "files_checked": result.files_checked,
         "files_with_findings": len(per_file),
         "errors": [{"path": e.path, "line": e.line, "reason": e.reason} for e in result.errors],
         "verdict": repo_dict["verdict"],
-        "verdict_text": VERDICTS[repo_dict["verdict"]],
+        "verdict_text": verdict_text,
         "summary": repo_dict,
+        "shares": shares({k: repo_dict[k] for k in ("safe_fixable", "unsafe_fixable", "manual")}),
         "family_titles": {fam: FAMILY_TITLES[fam] for fam in FAMILY_ORDER},
         "effort_points": dict(EFFORT_POINTS),
         "packages": [{"name": name, **t.to_dict()} for name, t in sorted(packages.items(), key=lambda kv: (

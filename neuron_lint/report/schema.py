@@ -28,7 +28,7 @@ _TALLY_PROPS = {
             "by_level": {"type": "object", "required": ["auto", "low", "medium", "high"], "additionalProperties": _LEVEL},
         },
     },
-    "verdict": {"enum": ["ready", "fixable", "needs-work", "blocked"]},
+    "verdict": {"enum": ["ready", "fixable", "needs-work", "blocked", "nothing-checked"]},
 }
 _TALLY = {"type": "object", "required": list(_TALLY_PROPS), "properties": _TALLY_PROPS}
 
@@ -52,8 +52,11 @@ SCHEMA = {
         "files_checked": _COUNT,
         "files_with_findings": _COUNT,
         "errors": {"type": "array", "items": {"type": "object", "required": ["path", "reason"]}},
-        "verdict": {"enum": ["ready", "fixable", "needs-work", "blocked"]},
+        "verdict": {"enum": ["ready", "fixable", "needs-work", "blocked", "nothing-checked"]},
         "verdict_text": {"type": "string"},
+        "project": {"type": "string"},
+        "shares": {"type": "object", "required": ["safe_fixable", "unsafe_fixable", "manual"],
+                   "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 100}},
         "summary": _TALLY,
         "family_titles": {"type": "object", "additionalProperties": {"type": "string"}},
         "effort_points": {"type": "object", "additionalProperties": _COUNT},

@@ -9,11 +9,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..model import position_text
 from ..render.safe_output import console_width, escape
 from .legacy import summary_lines
-from .text import FIX_WORDS, LEVEL_WORDS, file_rules, pct, rules_text
+from .text import FIX_WORDS, LEVEL_WORDS, file_rules, rules_text
 
-VERDICT_STYLE = {"ready": "bold green", "fixable": "bold cyan", "needs-work": "bold yellow", "blocked": "bold red"}
+VERDICT_STYLE = {"ready": "bold green", "fixable": "bold cyan", "needs-work": "bold yellow", "blocked": "bold red",
+                 "nothing-checked": "bold yellow"}
 MAX_BLOCKERS = 20
 
 
@@ -30,6 +32,7 @@ def render(report: dict, out: TextIO) -> None:
     head = Text("Migration readiness: ", style="bold")
     head.append(report["verdict_text"], style=VERDICT_STYLE[report["verdict"]])
     c.print(head)
+    c.print(Text(f"{escape(report.get('project', ''))}: ", style="bold"), end="")
     c.print(f"{n} finding{'s' if n != 1 else ''} in {report['files_with_findings']} of {report['files_checked']} files checked; "
             f"{s['blockers']} blocker{'s' if s['blockers'] != 1 else ''}; effort {s['effort']['points']} points.")
     if report["errors"]:
@@ -51,7 +54,7 @@ def render(report: dict, out: TextIO) -> None:
     fix.add_column("share", justify="right")
     fix.add_column("")
     for key, words in FIX_WORDS.items():
-        fix.add_row(str(s[key]), pct(s[key], n), words)
+        fix.add_row(str(s[key]), f"{report['shares'][key]}%", words)
     c.print(fix)
     c.print()
 
@@ -80,7 +83,7 @@ def render(report: dict, out: TextIO) -> None:
     if report["blockers"]:
         c.print(Text(f"Blockers ({len(report['blockers'])})", style="bold red"))
         for b in report["blockers"][:MAX_BLOCKERS]:
-            line = Text(f"  {escape(b['path'])}:{b['line']}:{b['column']}: ", style="bold")
+            line = Text(f"  {escape(b['path'])}:{position_text(b['line'], b['column'], b.get('cell', 0))}: ", style="bold")
             line.append(b["code"], style="red")
             line.append(f" [{b['effort']}] {escape(b['message'])}")
             c.print(line)

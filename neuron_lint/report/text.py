@@ -16,10 +16,6 @@ LEVEL_WORDS = {
 }
 
 
-def pct(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.0f}%" if whole else "0%"
-
-
 def rules_text(rules: dict[str, int]) -> str:
     return ", ".join(f"{code}×{n}" for code, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0])))
 
