@@ -69,8 +69,8 @@ def _fixed_versions(originals: dict[Path, bytes], scratch: Path) -> dict[Path, b
     """What each file looks like once fixed: an uninterrupted `neuron-lint fix` run on a copy.
 
     Each file is fixed alone in a folder of its own, so its fixed version depends only on its name
-    and bytes: every distinct file is fixed once (a tree of 60 copies holds 12 kinds of each file),
-    and remembered for the later tests of this module.
+    and bytes: every distinct file is fixed once (the 60 copies of a tree are 4 kinds of each file:
+    line endings and BOM), and remembered for the later tests of this module.
     """
     todo = sorted({(path.name, data) for path, data in originals.items()} - _FIXED.keys())
     copies = {key: scratch / f"{i:04}" / key[0] for i, key in enumerate(todo)}

@@ -9,10 +9,11 @@ snapshot of the working tree, committed in a temporary repository, so uncommitte
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from test_precommit import git, pre_commit  # the same git and pre-commit runners
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,20 +22,6 @@ pytestmark = [
     pytest.mark.skipif(not (ROOT / ".git").exists() or shutil.which("git") is None,
                        reason="needs git and a git checkout of neuron-lint"),
 ]
-
-
-def git(*args, cwd):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
-
-
-def pre_commit(*args, cwd, home):
-    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1", "PRE_COMMIT_COLOR": "never"}
-    for var in ("VIRTUAL_ENV", "PYTHONPATH"):
-        env.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
