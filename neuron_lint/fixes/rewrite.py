@@ -247,15 +247,17 @@ def rewrite_greedily(text: str, findings: list[Finding], settings: Settings, acc
 ALONE_LIMIT = 16
 
 
-def with_edits(text: str, findings: list[Finding], settings: Settings) -> list[Finding]:
+def with_edits(text: str, findings: list[Finding], settings: Settings, module: Module | None = None) -> list[Finding]:
     """The findings, each planned fix given the minimal edits it makes on its own.
 
-    A plan the concrete tree refuses loses its fix (and gets the reason as its note).
+    A plan the concrete tree refuses loses its fix (and gets the reason as its note). ``module``:
+    :func:`parse` of ``text``, when the caller keeps it (the language server, one per document text).
     """
     planned = [i for i, f in enumerate(findings) if f.fix is not None and f.fix.fixer and f.fix.target]
     if not planned:
         return findings
-    module = parse(text)
+    if module is None:
+        module = parse(text)
     if module is not None and len(planned) > ALONE_LIMIT:
         return _joint_edits(text, module, findings, planned, settings)
     out = list(findings)

@@ -50,6 +50,10 @@ class Analysis:
         return [f for f in self.findings if f.fix is not None and (f.fix.applicability == "safe" or unsafe)]
 
 
+#: Texts whose LibCST module is kept for quick fixes (the documents being edited, roughly).
+MODULES_KEPT = 2
+
+
 class Engine:
     def __init__(self, settings: SettingsCache, encoding: str = "utf-16", root: str | None = None) -> None:
         self.settings = settings
@@ -57,6 +61,9 @@ class Engine:
         self.root = root  # the workspace folder, for documents without a file
         self._catalog: Catalog | None = None
         self._detection_catalog: Catalog | None = None
+        # LibCST's module of the texts quick fixes were last asked for: parsing it and resolving its
+        # metadata is most of a fix's cost, and each further quick fix on the same text reuses it
+        self._modules: dict[str, object] = {}
 
     @property
     def catalog(self) -> Catalog:
@@ -109,7 +116,7 @@ class Engine:
 
         wanted = findings[:MAX_QUICK_FIXES]
         try:
-            done = with_edits(analysis.view.text, wanted, analysis.settings.settings)
+            done = with_edits(analysis.view.text, wanted, analysis.settings.settings, self._module(analysis.view.text))
         except Exception:
             logger.exception("computing fix edits for %s failed", analysis.unit.key)
             return []
@@ -123,6 +130,16 @@ class Engine:
                 continue
             out.append(finding)
         return out
+
+    def _module(self, text: str):
+        """The LibCST module of ``text`` (None if LibCST cannot read it), kept for the last few texts."""
+        from ..fixes.rewrite import parse as parse_cst
+
+        if text not in self._modules:
+            while len(self._modules) >= MODULES_KEPT:
+                self._modules.pop(next(iter(self._modules)))
+            self._modules[text] = parse_cst(text)
+        return self._modules[text]
 
     def fix_all(self, analysis: Analysis) -> str | None:
         """The module text with every allowed fix applied, as ``neuron-lint fix`` would write it;
