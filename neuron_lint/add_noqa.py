@@ -20,7 +20,7 @@ from .catalog import Catalog, load_catalog
 from .discovery import PY_SUFFIXES
 from .manifest_noqa import KINDS as MANIFEST_KINDS, ManifestNoqaError, add_noqa_to_manifest
 from .manifests import manifest_kind
-from .notebook import NotebookError, is_notebook, join_cells, parse_notebook, validate, with_sources
+from .notebook import NotebookError, changed_cells, is_notebook, join_cells, parse_notebook, write_cells
 from .model import FileError, Finding
 from .noqa import UNUSED_CODE, Directives, _suppressor, scan
 from .settings import Settings
@@ -214,9 +214,4 @@ def _noqa_notebook(original: bytes, shown: str, settings: Settings, catalog: Cat
     sources = joined.split(new_text)
     if sources is None:
         raise NoqaPlacementError("a comment would land on a cell boundary or a magic; left alone")
-    new = {c.number: text for c, text in zip(cells, sources) if text != c.source.replace("\r\n", "\n")}
-    data = with_sources(nb, new)
-    why = validate(data, original)
-    if why:
-        raise NoqaPlacementError(f"the notebook would not be valid ({why}); left alone")
-    return data, n
+    return write_cells(nb, changed_cells(nb, sources), original), n

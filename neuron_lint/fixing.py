@@ -30,7 +30,8 @@ from .api import analyze_source, display_path, parse
 from .catalog import Catalog, load_catalog
 from .errors import ParseError
 from .model import FileError, Finding
-from .notebook import NotebookError, findings_in_cells, is_notebook, join_cells, parse_notebook, validate, with_sources
+from .notebook import (NotebookError, changed_cells, findings_in_cells, is_notebook, join_cells, parse_notebook,
+                       write_cells)
 from .fixes.edits import apply_edits
 from .project_style import DEFAULT_LINE_LENGTH, line_length_of
 from .positions import LineIndex, split_lines
@@ -437,13 +438,9 @@ def _fixed_notebook(original: bytes, shown: str, settings, catalog, limit: int, 
     if sources is None:
         out.error = FileError(shown, "a fix would move code across cells or magics; left alone")
         return None
-    changed = {c.number: (c.source, new) for c, new in zip(cells, sources) if new != c.source.replace("\r\n", "\n")}
+    changed = changed_cells(nb, sources)
     if not changed:
         return None
-    data = with_sources(nb, {number: new for number, (_, new) in changed.items()})
-    why = validate(data, original)
-    if why:
-        out.error = FileError(shown, f"the fixed notebook would not be valid ({why}); left alone")
-        return None
+    data = write_cells(nb, changed, original)  # NotebookError: fix_bytes reports it
     out.diff = "".join(unified_diff(f"{shown}:cell {number}", old, new) for number, (old, new) in changed.items())
     return data

@@ -15,6 +15,7 @@ in the style (list of lines or one string, indentation, ASCII escapes) the file 
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import json
 import re
@@ -129,8 +130,6 @@ class Joined:
 
         A separator line is the end of the cell above it (one past its last line).
         """
-        import bisect
-
         i = max(bisect.bisect_right(self.starts, line) - 1, 0)
         return i, line - self.starts[i] + 1
 
@@ -295,6 +294,22 @@ def _list_style(nb: Notebook, index: int) -> tuple[str, str, str]:
     key_line = text.rfind("\n", 0, start) + 1
     indent = text[key_line:start][: len(text[key_line:start]) - len(text[key_line:start].lstrip())]
     return "\n" + indent + " ", ",\n" + indent + " ", "\n" + indent
+
+
+def changed_cells(nb: Notebook, sources: list[str]) -> dict[int, tuple[str, str]]:
+    """Cell number -> (old, new) source, for the code cells whose source ``sources`` changes."""
+    return {c.number: (c.source, new) for c, new in zip(nb.code_cells, sources)
+            if new != c.source.replace("\r\n", "\n")}
+
+
+def write_cells(nb: Notebook, changed: dict[int, tuple[str, str]], original: bytes) -> bytes:
+    """The notebook's bytes with the new sources of ``changed`` spliced in, checked by nbformat;
+    :class:`NotebookError` when the result would be invalid and the original was not."""
+    data = with_sources(nb, {number: new for number, (_, new) in changed.items()})
+    why = validate(data, original)
+    if why:
+        raise NotebookError(f"would not be a valid notebook any more ({why}); left alone")
+    return data
 
 
 def validate(data: bytes, original: bytes) -> str:

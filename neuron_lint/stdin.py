@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from .model import CheckResult, FileError
+from .model import CheckResult
 from .render.summary import plural
 from .settings import Settings
 from .source import SourceError
@@ -102,6 +102,3 @@ def fix_stdin(data: bytes, name: str, settings: Settings, *, diff: bool, quiet: 
         return 1 if fixed is not None else 0
     return 1 if result.remaining else 0
 
-
-def stdin_error(name: str, exc: Exception) -> FileError:
-    return FileError(name, f"cannot be read: {getattr(exc, 'strerror', None) or exc}")
