@@ -20,6 +20,14 @@ What it does:
    (sum of proportional set sizes, so pages shared by forked workers are counted once).
 5. Prints a table and the target ratios, and writes ``bench/results.json``.
 
+``--repos DIR...`` measures real projects instead (for each, interleaved in every round):
+``check --no-cache`` (cold, no cache), ``check`` warm (cache filled first), ``ruff check --select ALL
+--no-cache`` and the parallel ``ast.parse`` floor (the same files read and parsed in one worker
+process per CPU, nothing else), with the load average before each round; it prints one table per
+repository with the ratios cold / ruff (target <= 1) and cold / floor (target <= 2) and writes
+``bench/results-repos.json``. ``--before REV`` (a git revision, or a folder holding a
+``neuron_lint`` package) adds that revision's ``check --no-cache`` to each round.
+
 It is a benchmark, not a test: nothing here runs under pytest.
 """
 
@@ -207,6 +215,30 @@ print(bad)
 """
 
 
+PARALLEL_PARSE_SCRIPT = """
+import os, sys, warnings, multiprocessing as mp
+warnings.simplefilter("ignore")
+import ast
+def parse(chunk):
+    bad = 0
+    for f in chunk:
+        with open(f, "rb") as fh:
+            data = fh.read()
+        try:
+            ast.parse(data)
+        except Exception:
+            bad += 1
+    return bad
+if __name__ == "__main__":
+    files = open(sys.argv[1]).read().split("\\n")
+    files.sort(key=lambda f: -os.path.getsize(f))
+    n = len(os.sched_getaffinity(0))
+    chunks = [files[i:i + 8] for i in range(0, len(files), 8)]
+    with mp.get_context("fork").Pool(n) as pool:
+        print(sum(pool.imap_unordered(parse, chunks)))
+"""
+
+
 def neuron_lint_command() -> list[str]:
     """The console script pre-commit would run, from the environment running this script."""
     nl = shutil.which("neuron-lint", path=str(Path(sys.executable).parent))
@@ -214,7 +246,10 @@ def neuron_lint_command() -> list[str]:
 
 
 def export_revision(work: Path, rev: str) -> Path:
-    """The neuron-lint sources of git revision ``rev`` of this repository, exported once into the workdir."""
+    """The neuron-lint sources of git revision ``rev`` of this repository, exported once into the workdir
+    (or ``rev`` itself when it is a folder holding a ``neuron_lint`` package)."""
+    if (Path(rev) / "neuron_lint").is_dir():
+        return Path(rev).resolve()
     sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", rev], check=True, capture_output=True, text=True).stdout.strip()
     dest = work / f"neuron-lint-{sha[:12]}"
     if not (dest / "neuron_lint").is_dir():
@@ -276,8 +311,13 @@ def main() -> int:
     ap.add_argument("--extra", action="store_true", help="also time neuron-lint --no-cache, and with -j 1")
     ap.add_argument("--before", metavar="REV", help="also time `check` of this git revision of neuron-lint (same files, same interpreter)")
     ap.add_argument("--fix-subset", default="diffusers", help="package of the corpus `fix --diff` is timed on")
-    ap.add_argument("--out", type=Path, default=HERE / "results.json")
+    ap.add_argument("--out", type=Path, default=None, help="default bench/results.json (bench/results-repos.json with --repos)")
+    ap.add_argument("--repos", nargs="+", type=Path, metavar="DIR", help="measure these projects instead (see above)")
+    ap.add_argument("--ruff", help="the ruff to run with --repos (default: the benchmark's pinned one, else ruff on PATH)")
     args = ap.parse_args()
+    if args.repos:
+        return main_repos(args)
+    args.out = args.out or HERE / "results.json"
 
     work = args.workdir.expanduser()
     work.mkdir(parents=True, exist_ok=True)
@@ -360,6 +400,120 @@ def main() -> int:
     print(render_table(result))
     print(f"\nwritten to {args.out}")
     return 0
+
+
+def _load() -> float | None:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def repo_files(root: Path) -> list[str]:
+    """The Python files neuron-lint checks in ``root`` with its own configuration (notebooks and
+    manifests left out: the floor is the parse of Python modules)."""
+    sys.path.insert(0, str(REPO))
+    from neuron_lint import config
+    from neuron_lint.config_tree import SettingsTree
+    from neuron_lint.discovery import iter_python_files
+
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        tree = SettingsTree(config.from_command_line(["."]))
+        return sorted(str(root / p) for p in iter_python_files(["."], tree) if isinstance(p, Path) and p.suffix == ".py")
+    finally:
+        os.chdir(cwd)
+
+
+def main_repos(args) -> int:
+    work = args.workdir.expanduser()
+    work.mkdir(parents=True, exist_ok=True)
+    ruff = args.ruff or (str(work / "tools-venv" / "bin" / "ruff") if (work / "tools-venv" / "bin" / "ruff").exists() else shutil.which("ruff"))
+    if ruff is None:
+        raise SystemExit(f"bench: no ruff (pip install ruff=={TOOLS['ruff']}, or --ruff PATH)")
+    py = sys.executable
+    nl_cmd = neuron_lint_command()
+    quiet = ["-q", "--output-format", "concise"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    before = export_revision(work, args.before) if args.before else None
+    repos = []
+    for root in args.repos:
+        root = root.resolve()
+        files = repo_files(root)
+        file_list = work / f"files-{root.name}.txt"
+        file_list.write_text("\n".join(files))
+        lines = sum(Path(f).read_bytes().count(b"\n") for f in files)
+        cmds = {
+            "nl_cold_nocache": (nl_cmd + ["check", *quiet, "--no-cache", "."], env),
+            "nl_warm": (nl_cmd + ["check", *quiet, "."], env),
+            "ruff_all": ([ruff, "check", "--select", "ALL", "--no-cache", "--quiet", "--exit-zero", "."], env),
+            "ast_parse_parallel": ([py, "-c", PARALLEL_PARSE_SCRIPT, str(file_list)], env),
+        }
+        if before is not None:
+            cmds["nl_before"] = ([py, "-m", "neuron_lint", "check", *quiet, "--no-cache", "."], {**env, "PYTHONPATH": str(before)})
+            cmds["nl_now"] = ([py, "-m", "neuron_lint", "check", *quiet, "--no-cache", "."], {**env, "PYTHONPATH": str(REPO)})
+        repos.append((root, files, lines, cmds))
+        print(f"{root.name}: {len(files)} files, {lines} lines", flush=True)
+    times: dict = {}
+    cpus: dict = {}
+    loads: list = []
+    for rep in range(args.reps):
+        loads.append(_load())
+        for root, _files, _lines, cmds in repos:
+            if rep == 0:  # fill the page cache, and neuron-lint's cache for the warm runs
+                shutil.rmtree(root / ".neuron_lint_cache", ignore_errors=True)
+                measure(nl_cmd + ["check", *quiet, "."], root, env)
+            for name, (cmd, e) in cmds.items():
+                elapsed, _peak, cpu = measure(cmd, root, e)
+                times.setdefault(root.name, {}).setdefault(name, []).append(elapsed)
+                cpus.setdefault(root.name, {}).setdefault(name, []).append(cpu)
+                print(f"  round {rep + 1}: {root.name:12s} {name:18s} {elapsed:7.2f} s  {cpu:7.2f} s CPU  load {_load():.2f}", flush=True)
+    loads.append(_load())
+    for root, *_rest in repos:  # the warm runs' cache is ours, not the project's
+        shutil.rmtree(root / ".neuron_lint_cache", ignore_errors=True)
+    result = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": {
+            "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "cpu": _cpu_model(), "system": platform.platform(), "python": platform.python_version(),
+        },
+        "tools": {"neuron-lint": tool_version(nl_cmd + ["--version"]), "ruff": tool_version([ruff, "--version"])},
+        "reps": args.reps, "before": args.before,
+        "load_average_1min_per_round": [round(x, 2) if x is not None else None for x in loads],
+        "repos": {},
+    }
+    for root, files, lines, _cmds in repos:
+        med = {k: statistics.median(v) for k, v in times[root.name].items()}
+        entry = {"files": len(files), "lines": lines,
+                 "median_seconds": {k: round(v, 3) for k, v in med.items()},
+                 "all_seconds": {k: [round(x, 3) for x in v] for k, v in times[root.name].items()},
+                 "median_cpu_seconds": {k: round(statistics.median(v), 3) for k, v in cpus[root.name].items()},
+                 "cold_vs_ruff": round(med["nl_cold_nocache"] / med["ruff_all"], 3),
+                 "cold_vs_parse_floor": round(med["nl_cold_nocache"] / med["ast_parse_parallel"], 3),
+                 "warm_vs_ruff": round(med["nl_warm"] / med["ruff_all"], 3)}
+        if "nl_before" in med:
+            entry["now_vs_before"] = round(med["nl_now"] / med["nl_before"], 3)
+        result["repos"][root.name] = entry
+    out = args.out or HERE / "results-repos.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print()
+    print(render_repos_table(result))
+    print(f"\nwritten to {out}")
+    return 0
+
+
+def render_repos_table(r: dict) -> str:
+    out = ["| repository | files | lines | neuron-lint cold, --no-cache | warm | ruff --select ALL --no-cache | parallel ast.parse floor | cold / ruff (<= 1) | cold / floor (<= 2) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, e in r["repos"].items():
+        m = e["median_seconds"]
+        out.append(f"| {name} | {e['files']:,} | {e['lines']:,} | {m['nl_cold_nocache']:.2f} | {m['nl_warm']:.2f} | {m['ruff_all']:.2f} | "
+                   f"{m['ast_parse_parallel']:.2f} | {e['cold_vs_ruff']:.2f} | {e['cold_vs_parse_floor']:.2f} |")
+    if any("now_vs_before" in e for e in r["repos"].values()):
+        out += ["", "| repository | this revision (python -m) | before | now / before |", "|---|---:|---:|---:|"]
+        for name, e in r["repos"].items():
+            if "now_vs_before" in e:
+                m = e["median_seconds"]
+                out.append(f"| {name} | {m['nl_now']:.2f} | {m['nl_before']:.2f} | {e['now_vs_before']:.2f} |")
+    return "\n".join(out)
 
 
 def render_table(r: dict) -> str:

@@ -16,27 +16,48 @@ import os
 from dataclasses import dataclass
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .catalog import Match, Rule
 from .index import RuleIndex
+
+if TYPE_CHECKING:
+    from .prefilter import Active
 
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 _ENV_CALLS = {
     "os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv", "os.unsetenv",
 }
 _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+#: Match kind -> the index table it lives in.
+_KIND_TABLES = {"names": "names", "imports": "imports", "methods": "methods", "attributes": "attributes",
+                "calls": "calls", "assign": "assigns", "env": "env"}
+#: Every expression node type (a walk for imports alone never enters one).
+_EXPR_TYPES = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.expr) and c is not ast.expr)
+
+
+def _ignore(node: ast.AST) -> None:
+    return None
 # Node types that hold no code: `ctx` (Load/Store), `op` and `ops` (operators) fields hold only these.
 _LEAF_TYPES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # node type -> fields that may hold code
 _ALL_FIELDS: dict[type, tuple[str, ...]] = {}  # node type -> every field
 
 
+#: Fields that only ever hold a name, a number or a flag, never a node (`Global.names` is a list of str).
+_SCALAR_FIELDS = {"id", "attr", "arg", "name", "module", "asname", "level", "is_async", "simple", "conversion",
+                  "type_comment", "tag", "kind", "kwd_attrs"}
+_SCALAR_FIELDS_OF = {ast.Global: {"names"}, ast.Nonlocal: {"names"}, ast.Constant: {"value"}}
+
+
 def _child_fields(cls: type, every: bool) -> tuple[str, ...]:
+    scalar = _SCALAR_FIELDS | _SCALAR_FIELDS_OF.get(cls, set())
+    if cls.__name__ == "TypeAlias":  # Python 3.12: `type X = ...` names its alias with a Name node
+        scalar = scalar - {"name"}
     if every:
-        fields = _ALL_FIELDS[cls] = tuple(cls._fields)
+        fields = _ALL_FIELDS[cls] = tuple(f for f in cls._fields if f not in scalar)
     else:
-        fields = _CHILD_FIELDS[cls] = tuple(f for f in cls._fields if f not in ("ctx", "op", "ops"))
+        fields = _CHILD_FIELDS[cls] = tuple(f for f in cls._fields if f not in scalar and f not in ("ctx", "op", "ops"))
     return fields
 # `if not is_x_available(): return` makes the rest optional; `raise` makes the package a requirement
 _EXITS = (ast.Return, ast.Continue, ast.Break)
@@ -77,11 +98,17 @@ class Hit:
 class Analyzer:
     def __init__(
         self, index: RuleIndex, matchers: dict[str, Callable] | None = None, path: str | None = None,
-        text: str | None = None,
+        text: str | None = None, active: Active | None = None,
     ) -> None:
         """``text``, when given, is the module's source: Python matchers none of whose trigger
-        words occur in it cannot fire there, so they are not run (the prefilter's argument, per match)."""
+        words occur in it cannot fire there, so they are not run (the prefilter's argument, per match).
+        ``active`` (from :func:`neuron_lint.prefilter.active`) says which match kinds and matchers can
+        fire in this module at all: the walk leaves out the work of the others (same hits)."""
         self.index = index
+        kinds = active.kinds if active is not None else None
+        on = {k: bool(getattr(index, attr)) and (kinds is None or k in kinds) for k, attr in _KIND_TABLES.items()}
+        self._names, self._imports, self._methods = on["names"], on["imports"], on["methods"]
+        self._attributes, self._calls, self._assigns, self._env = on["attributes"], on["calls"], on["assign"], on["env"]
         self.matchers = matchers or {}
         self.path = path
         self.hits: list[Hit] = []
@@ -91,7 +118,7 @@ class Analyzer:
         # isinstance class): a dtype or API named there creates nothing on the device.
         self._inert: set[int] = set()
         self._guard_depth = 0
-        self._reported_packages: set[tuple[str, str]] = set()
+        self.tree: ast.Module | None = None
         self.import_bindings: dict[str, str] = {}  # module-level name -> qualified name
         self._dispatch = {
             ast.Import: self._visit_import,
@@ -117,7 +144,9 @@ class Analyzer:
         # Python matchers subscribe to node types.
         self._matcher_subs: dict[type, list[tuple[Rule, Match, Callable]]] = {}
         for rule, m in index.matchers:
-            if text is not None and m.trigger and not any(word in text for word in m.trigger):
+            if active is not None and id(m) not in active.matchers:
+                continue
+            if active is None and text is not None and m.trigger and not any(word in text for word in m.trigger):
                 continue
             for name in m.patterns:
                 fn = self.matchers.get(name)
@@ -125,6 +154,23 @@ class Analyzer:
                     raise KeyError(f"{rule.file}: matcher {name!r} is not defined in neuron_lint.matchers")
                 for node_type in fn.node_types:
                     self._matcher_subs.setdefault(node_type, []).append((rule, m, fn))
+        # Handlers whose only work is for a kind of match that cannot fire here: the plain walk does
+        # the same (an attribute chain still jumps to its base, as matchers expect).
+        if not self._names:  # `_inert` only silences names
+            for node_type in (ast.Dict, ast.IfExp):
+                del self._dispatch[node_type]
+            if not self._env:
+                del self._dispatch[ast.Compare]
+            if not (self._calls or self._methods or self._env):
+                del self._dispatch[ast.Call]
+            del self._dispatch[ast.Name]
+            if not self._attributes and ast.Name not in self._matcher_subs:
+                self._dispatch[ast.Attribute] = self._visit_attribute_base
+        if not self._env:
+            del self._dispatch[ast.Subscript]
+        # With only imports to find and no matcher, expressions hold nothing: they are not visited.
+        self._statements_only = not self._matcher_subs and not (
+            self._names or self._methods or self._attributes or self._calls or self._assigns or self._env)
         # One dictionary lookup per node: node type -> what to do with it (hot path).
         self._handlers: dict[type, Callable] = dict(self._dispatch)
         for node_type, subs in self._matcher_subs.items():
@@ -133,6 +179,12 @@ class Analyzer:
         watched_leaf = any(issubclass(t, _LEAF_TYPES) for t in self._handlers)
         self._fields = _ALL_FIELDS if watched_leaf else _CHILD_FIELDS
         self._skip = frozenset() if watched_leaf or ast.Constant in self._handlers else frozenset({ast.Constant})
+        if ast.Name not in self._handlers and not watched_leaf:
+            self._skip |= {ast.Name}  # a bare name is a leaf: nothing to do there
+        if self._statements_only:
+            self._skip |= _EXPR_TYPES
+            for node_type in _EXPR_TYPES:
+                self._handlers[node_type] = _ignore
 
     def _with_matchers(self, subs: list, handler: Callable | None) -> Callable[[ast.AST], None]:
         def visit(node: ast.AST) -> None:
@@ -148,6 +200,7 @@ class Analyzer:
 
     # ------------------------------------------------------------------ driving
     def run(self, tree: ast.Module) -> list[Hit]:
+        self.tree = tree  # for matchers that look at the whole module (where a variable is used)
         self._visit_stmts(tree.body)
         self.import_bindings = {k: v for k, v in self._scopes[0].items() if v and v[0] != _ALIAS}
         while self._deferred:
@@ -185,15 +238,27 @@ class Analyzer:
         fields = self._fields.get(cls)
         if fields is None:
             fields = _child_fields(cls, self._fields is _ALL_FIELDS)
-        visit, skip, AST = self.visit, self._skip, ast.AST
+        # `visit` inlined: this loop runs for most nodes of the tree
+        handlers, body, skip, AST = self._handlers, self._visit_body, self._skip, ast.AST
         for name in fields:
             value = getattr(node, name, None)
             if value.__class__ is list:
                 for item in value:
-                    if isinstance(item, AST) and item.__class__ not in skip:
-                        visit(item)
-            elif isinstance(value, AST) and value.__class__ not in skip:
-                visit(value)
+                    cls = item.__class__
+                    if cls not in skip and isinstance(item, AST):
+                        handler = handlers.get(cls)
+                        if handler is not None:
+                            handler(item)
+                        else:
+                            body(item)
+            elif value is not None:
+                cls = value.__class__
+                if cls not in skip and isinstance(value, AST):
+                    handler = handlers.get(cls)
+                    if handler is not None:
+                        handler(value)
+                    else:
+                        body(value)
 
     # ------------------------------------------------------------------ names
     def lookup(self, name: str) -> str | None:
@@ -265,7 +330,7 @@ class Analyzer:
                 self._check_import(qual, alias)
 
     def _check_import(self, module: str, node: ast.AST) -> bool:
-        if not self.index.imports:
+        if not self._imports:
             return False
         hits = self.index.imports.lookup(module)
         if hits and self.path and is_local_package(self.path, module.split(".", 1)[0]):
@@ -275,17 +340,15 @@ class Analyzer:
             if self._guard_depth and not m.guarded:
                 continue
             found = True
-            if all("." not in p for p in m.patterns):
-                # `import triton` then `import triton.language as tl`: the file uses one package, one finding
-                key = (rule.code, module.split(".", 1)[0])
-                if key in self._reported_packages:
-                    continue
-                self._reported_packages.add(key)
-            self._hit(rule, m, node, module)
+            self._hit(rule, m, node, module)  # every import statement: each one fails on its own
         return found
 
     def _visit_try(self, node: ast.AST) -> None:
-        guards = any(self._catches_import_error(h.type) for h in node.handlers)  # type: ignore[attr-defined]
+        # `except ImportError: fallback = None` makes the imports optional; a handler that raises or
+        # imports again (`except ImportError: install(); import x`) makes them a requirement.
+        guards = any(
+            self._catches_import_error(h.type) and not _requires(node.body, h.body) for h in node.handlers  # type: ignore[attr-defined]
+        )
         if guards:
             self._guard_depth += 1
         for stmt in node.body:  # type: ignore[attr-defined]
@@ -329,7 +392,7 @@ class Analyzer:
             if node.returns is not None:  # type: ignore[attr-defined]
                 self.visit(node.returns)  # type: ignore[attr-defined]
             self._bind(node.name, None)  # type: ignore[attr-defined]
-            if self.index.assigns:
+            if self._assigns:
                 self._check_param_defaults(args)
         # Class scopes are not visible from inside a method.
         chain = [s for s in self._scopes if not s.get("<class>", False)]
@@ -347,7 +410,7 @@ class Analyzer:
 
     # ------------------------------------------------------------------ references
     def _visit_name(self, node: ast.Name) -> None:
-        if not isinstance(node.ctx, ast.Load) or not self.index.names:
+        if not isinstance(node.ctx, ast.Load) or not self._names:
             return
         qual = self.lookup(node.id)
         if qual is not None and qual[0] != _ALIAS:
@@ -357,10 +420,10 @@ class Analyzer:
         # `node` is the outermost attribute of a chain (a.b.c); inner links are handled here.
         qual = self.qualname(node)
         if qual is not None:
-            if self.index.names:
+            if self._names:
                 self._check_names(qual, node)
             return  # the chain is made of names only: nothing else to visit
-        if self.index.attributes:
+        if self._attributes:
             link = node
             while isinstance(link, ast.Attribute):
                 if self.qualname(link.value) is None:
@@ -371,6 +434,14 @@ class Analyzer:
         while isinstance(base, ast.Attribute):
             base = base.value
         self.visit(base)
+
+    def _visit_attribute_base(self, node: ast.Attribute) -> None:
+        """`_visit_attribute` where no name or attribute match can fire: only the chain's base is visited."""
+        base: ast.AST = node.value
+        while base.__class__ is ast.Attribute:
+            base = base.value  # type: ignore[attr-defined]
+        if base.__class__ is not ast.Name:
+            self.visit(base)
 
     def _check_names(self, qual: str, node: ast.AST) -> None:
         if id(node) in self._inert:
@@ -385,7 +456,7 @@ class Analyzer:
             self._inert.add(id(operand))
             if isinstance(operand, (ast.Tuple, ast.List, ast.Set)):
                 self._inert.update(id(e) for e in operand.elts)
-        if self.index.env and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+        if self._env and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
             left = node.left
             right = node.comparators[0]
             if isinstance(left, ast.Constant) and isinstance(left.value, str) and self.qualname(right) == "os.environ":
@@ -418,6 +489,39 @@ class Analyzer:
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
         index = self.index
+        if self._names:  # `_inert` only silences name matches
+            self._mark_inert_args(node, func)
+        if self._calls or self._methods or self._env:
+            qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+            is_method = qual is None and isinstance(func, ast.Attribute)
+            if self._methods and is_method:
+                hits = index.methods.lookup(func.attr)  # type: ignore[union-attr]
+                if hits and func.attr in _DTYPE_METHODS and _is_cpu_copy(func.value):  # type: ignore[union-attr]
+                    hits = []  # `x.cpu().double()`: the float64 copy lives on the host
+                if hits:
+                    span = Span.name_to_end(func, node)  # `cuda(...)` in `x.cuda(...)`
+                    for rule, m in hits:
+                        self._hit(rule, m, span, f".{func.attr}()", node)  # type: ignore[union-attr]
+            if self._calls:
+                # A call is known by its qualified name and, for `x.f(...)`, by ".f" whatever `x` is.
+                keys = [qual] if qual is not None else []
+                if isinstance(func, ast.Attribute):
+                    keys.append("." + func.attr)
+                elif qual is None:  # a call of something we cannot name: only "*" patterns apply
+                    keys.append("?" + (func.id if isinstance(func, ast.Name) else ""))
+                done: set[int] = set()
+                for key in keys:
+                    for rule, m in index.calls.lookup(key):
+                        if id(m) not in done:
+                            done.add(id(m))
+                            self._check_call(rule, m, node, key.lstrip(".?") or "call")
+            if self._env and qual in _ENV_CALLS and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    self._check_env(arg)
+        self._visit_body(node)
+
+    def _mark_inert_args(self, node: ast.Call, func: ast.AST) -> None:
         if node.keywords and _on_cpu(node):
             self._inert.update(id(kw.value) for kw in node.keywords if kw.arg == "dtype")
         if isinstance(func, ast.Name) and func.id in ("isinstance", "issubclass") and len(node.args) == 2:
@@ -433,35 +537,6 @@ class Analyzer:
             if isinstance(inner.func, ast.Attribute) and inner.func.attr == "to":
                 self._inert.update(id(a) for a in inner.args)
                 self._inert.update(id(kw.value) for kw in inner.keywords if kw.arg == "dtype")
-        if index.calls or index.methods or index.env:
-            qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
-            is_method = qual is None and isinstance(func, ast.Attribute)
-            if index.methods and is_method:
-                hits = index.methods.lookup(func.attr)  # type: ignore[union-attr]
-                if hits and func.attr in _DTYPE_METHODS and _is_cpu_copy(func.value):  # type: ignore[union-attr]
-                    hits = []  # `x.cpu().double()`: the float64 copy lives on the host
-                if hits:
-                    span = Span.name_to_end(func, node)  # `cuda(...)` in `x.cuda(...)`
-                    for rule, m in hits:
-                        self._hit(rule, m, span, f".{func.attr}()", node)  # type: ignore[union-attr]
-            if index.calls:
-                # A call is known by its qualified name and, for `x.f(...)`, by ".f" whatever `x` is.
-                keys = [qual] if qual is not None else []
-                if isinstance(func, ast.Attribute):
-                    keys.append("." + func.attr)
-                elif qual is None:  # a call of something we cannot name: only "*" patterns apply
-                    keys.append("?" + (func.id if isinstance(func, ast.Name) else ""))
-                done: set[int] = set()
-                for key in keys:
-                    for rule, m in index.calls.lookup(key):
-                        if id(m) not in done:
-                            done.add(id(m))
-                            self._check_call(rule, m, node, key.lstrip(".?") or "call")
-            if index.env and qual in _ENV_CALLS and node.args:
-                arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    self._check_env(arg)
-        self._visit_body(node)
 
     def _check_call(self, rule: Rule, m: Match, call: ast.Call, callee: str) -> None:
         if m.arg is None:
@@ -514,7 +589,7 @@ class Analyzer:
 
     # ------------------------------------------------------------------ environment
     def _visit_subscript(self, node: ast.Subscript) -> None:
-        if self.index.env:
+        if self._env:
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and self.qualname(node.value) == "os.environ":
                 self._check_env(key)
@@ -529,7 +604,7 @@ class Analyzer:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
         value = node.value  # type: ignore[attr-defined]
         if value is not None:
-            if self.index.assigns:
+            if self._assigns:
                 for target in targets:
                     name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", None)
                     if name:
@@ -553,6 +628,32 @@ class Analyzer:
         pairs += [(p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
         for param, default in pairs:
             self._check_assign(param.arg, default)
+
+
+def _imported_packages(stmts: list[ast.stmt]) -> set[str]:
+    found: set[str] = set()
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Import):
+                found.update(a.name.split(".", 1)[0] for a in n.names)
+            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                found.add(n.module.split(".", 1)[0])
+    return found
+
+
+def _requires(body: list[ast.stmt], handler_body: list[ast.stmt]) -> bool:
+    """Does an ``except ImportError:`` handler insist on the package: raise, exit, or import the same
+    package again (after installing it)? A handler importing something else is a fallback."""
+    wanted = _imported_packages(body)
+    for stmt in handler_body:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("exit", "_exit", "abort"):
+                return True
+    return bool(wanted & _imported_packages(handler_body))
 
 
 @lru_cache(maxsize=4096)

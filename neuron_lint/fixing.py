@@ -87,20 +87,28 @@ def _long_lines(text: str, limit: int) -> int:
 def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str, path: str, limit: int,
           result: "TextFix") -> tuple[str, list[Finding]]:
     """One pass: apply ``wanted``; drop the fixes that break the code or make lines too long."""
-    new, used = _apply(current, wanted, settings, newline)
+    keeps_length = not _long_code_lines(current, limit)
+
+    def apply(fixes):
+        text, kept = _apply(current, fixes, settings, newline)
+        if kept and keeps_length:
+            text = _wrapped(current, text, limit, path)
+        return text, kept
+
+    new, used = apply(wanted)
     if new == current:
         return new, used
     if not _parses(new, path):
         # Find the culprit(s): add one fix at a time, keeping those that leave valid code.
         new, used = current, []
         for f in wanted:
-            candidate, kept = _apply(current, used + [f], settings, newline)
+            candidate, kept = apply(used + [f])
             if f in kept and _parses(candidate, path):
                 new, used = candidate, kept
             else:
                 result.rejected.append(f)
     before = _long_lines(current, limit)
-    if used and _long_lines(new, limit) > before and not _long_code_lines(current, limit):
+    if used and _long_lines(new, limit) > before and keeps_length:
         # A file whose code keeps within the project's line length (its long lines, if any, are
         # comments and strings no formatter can break) stays so: no fix adds a line past it (ruff
         # E501; `ruff format` would break it up). The fixes on lines grown too long are dropped and
@@ -110,7 +118,7 @@ def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str,
 
         culprits = _on_long_lines(current, new, used, limit)
         kept = [f for f in used if f not in culprits]
-        candidate, applied = _apply(current, kept, settings, newline) if kept else (current, [])
+        candidate, applied = apply(kept) if kept else (current, [])
         if not (fits(candidate) and len(applied) == len(kept)):  # rare: fall back to one fix at a time
             from .fixes.rewrite import rewrite_greedily
 
@@ -121,6 +129,19 @@ def _pass(current: str, wanted: list[Finding], settings: Settings, newline: str,
         result.too_long.extend(too_long)
         new, used = candidate, list(applied)
     return new, used
+
+
+def _wrapped(current: str, new: str, limit: int, path: str) -> str:
+    """``new`` with the statements whose lines a fix pushed past ``limit`` broken as a formatter
+    would (see :mod:`neuron_lint.fixes.wrap`); ``new`` itself when there are none or it fails."""
+    old_long = {line for line in split_lines(current) if len(line) > limit}
+    grown = {n for n, line in enumerate(split_lines(new), 1) if len(line) > limit and line not in old_long}
+    if not grown:
+        return new
+    from .fixes.wrap import wrap_lines
+
+    wrapped = wrap_lines(new, grown, limit)
+    return wrapped if wrapped != new and _parses(wrapped, path) else new
 
 
 def _long_code_lines(text: str, limit: int) -> int:
@@ -197,6 +218,10 @@ def fix_text(
         current = new
         findings = analyze_source(current, path, settings, catalog)[0]
     result.text = current
+    if result.passes:
+        from .fixes.rewrite import forget
+
+        forget()
     long = {(f.code, f.message) for f in result.too_long}
     result.remaining = [replace(f, fix_note=f"not rewritten: the line would grow past {line_length} characters "
                                             "(the project's line length); rewrite it by hand")

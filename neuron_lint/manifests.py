@@ -578,6 +578,11 @@ def _first_match(rule: Rule, entry: Entry) -> Match | None:
     return None
 
 
+def _by_url(m: Match, entry: Entry) -> bool:
+    """Did only a ``url:`` pattern of this match select the entry?"""
+    return not any(pattern_matches(p, entry) for p in m.patterns if not p.startswith("url:"))
+
+
 _NOQA_RE = re.compile(r"#\s*noqa(?::\s*([A-Z0-9, ]+))?", re.I)
 
 
@@ -595,10 +600,12 @@ def findings_for(entries: list[Entry], text: str, path: str, rules: list[Rule]) 
     out: list[Finding] = []
     seen: set[tuple] = set()
     for entry in entries:
-        for rule in rules:
-            m = _first_match(rule, entry)
-            if m is None:
-                continue
+        matched = [(rule, m) for rule in rules if (m := _first_match(rule, entry)) is not None]
+        if any(not _by_url(m, entry) for _, m in matched):
+            # `xformers @ https://download.pytorch.org/whl/cu121/...`: the package's own finding says
+            # it all; the CUDA index in its URL is not a second finding on the same line
+            matched = [(rule, m) for rule, m in matched if not _by_url(m, entry)]
+        for rule, m in matched:
             line_text = lines[entry.line - 1] if 0 < entry.line <= len(lines) else ""
             key = (rule.code, entry.line, entry.col)
             if key in seen or _suppressed(line_text, rule.code):

@@ -547,3 +547,79 @@ def test_a_skip_whose_reason_names_a_cuda_feature_is_left_with_a_note():
     assert 'skipIf(not torch.cuda.is_available(), "Deformable' in fixed  # the skip stays
     note = next(n for n in notes(src, "test_deform.py", select=("NRN2",), unsafe_fixes=True) if "reason" in n)
     assert "Deformable not supported for cpu" in note
+
+
+# ---------------------------------------------------------------- device lists and defaults (issue 11)
+DEVICE_LIST = """
+    import torch
+
+
+    def devices():
+        return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+    def run_all(fn):
+        return [fn(torch.zeros(2, device=d)).sum().item() for d in devices()]
+"""
+
+
+def test_a_device_list_keeps_its_devices_on_a_cpu_host_and_gains_the_accelerator_elsewhere():
+    fixed = fix(DEVICE_LIST, select=("NRN203",))
+    assert "torch.cuda" not in fixed and "[_current_device().type] if torch.accelerator.is_available() else []" in fixed
+    scope: dict = {}
+    exec(compile(fixed, "devices.py", "exec"), scope)
+    assert scope["devices"]() == ["cpu"]  # torch 2.13 CPU build: no accelerator, the same list as before
+    assert scope["run_all"](lambda t: t + 1) == [2.0]
+
+
+def test_a_device_list_in_a_test_module_is_an_unsafe_fix():
+    src = DEVICE_LIST.replace("def devices", "def _devices").replace("in devices()", "in _devices()")
+    safe = fix(src, path="test_ops.py", select=("NRN203",))
+    assert "torch.cuda.is_available()" in safe  # the tests would start running on Trainium
+    unsafe = fix(src, path="test_ops.py", select=("NRN203",), unsafe_fixes=True)
+    assert "torch.accelerator.is_available()" in unsafe
+
+
+def test_a_device_list_whose_loop_compares_the_device_with_cuda_is_left_with_a_note():
+    src = textwrap.dedent("""
+        import torch
+
+
+        def check():
+            for d in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+                if d == "cuda":
+                    torch.cuda.synchronize()
+    """).lstrip("\n")
+    (guard,) = [f for f in check_source(src, "m.py", Settings(select=("NRN203",), unsafe_fixes=True))
+                if f.line == 5]
+    assert guard.fix is None and "compares `d` with CUDA" in guard.fix_note
+
+
+def test_a_library_default_device_is_resolved_when_the_function_runs():
+    fixed = fix("""
+        import torch
+
+
+        def noise(shape, device="cuda"):
+            return torch.randn(shape, device=device)
+    """, unsafe_fixes=True)
+    assert "def noise(shape, device=None):\n    if device is None:\n        device = _current_device().type\n" in fixed
+    scope: dict = {}
+    exec(compile(fixed, "noise.py", "exec"), scope)
+    assert scope["noise"]((2,)).device.type == "cpu"  # was "cuda": it failed on a CPU-only host
+    assert fix("""
+        import torch
+
+
+        def noise(shape, device="cuda"):
+            return torch.randn(shape, device=device)
+    """).count('device="cuda"') == 1  # unsafe: not without --unsafe-fixes
+
+
+def test_a_default_whose_annotation_would_need_a_new_import_is_left_with_a_note():
+    src = 'import torch\n\n\ndef noise(shape, device: str = "cuda"):\n    return torch.randn(shape, device=device)\n'
+    (finding,) = check_source(src, "m.py", Settings(select=("NRN202",), unsafe_fixes=True))
+    assert finding.fix is None and "Optional" in finding.fix_note
+    future = "from __future__ import annotations\n\n" + src
+    fixed = fix(future, select=("NRN202",), unsafe_fixes=True)
+    assert "device: str | None = None" in fixed

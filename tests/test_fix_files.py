@@ -266,7 +266,8 @@ def test_the_edits_of_many_fixes_in_one_file_add_up_to_the_fix():
 
 def test_no_fix_adds_a_line_past_the_line_length_even_in_a_file_that_has_long_lines():
     long_comment = "# " + "x" * 110  # already past 88: the file fails E501 before the fix
-    tight = "    all_valid_tokens = torch.tensor(number_of_tokens, dtype=torch.float, device=\"cuda\")"
+    # a statement with a comment is not broken up (tests/test_fix_wrap.py): the fix is dropped
+    tight = "    all_valid_tokens = torch.tensor(number_of_tokens, device=\"cuda\")  # tokens, all rank"
     assert len(tight) <= 88 < len(tight) - len('"cuda"') + len("DEVICE.type")
     src = ("import torch\n\n" + long_comment + "\n\n\ndef main(number_of_tokens):\n" + tight + "\n"
            "    y = torch.ones(2).cuda()\n    return all_valid_tokens, y\n\n\n"

@@ -35,7 +35,7 @@ def test_resolved(src, code):
     "src",
     [
         "def vmap(f):\n    return f\nvmap(abs)\n",  # a user function named vmap
-        "from functorch import vmap\ndef g(vmap):\n    return vmap(1)\n",  # a parameter hides the import
+        "from torch.nested import nested_tensor\ndef g(nested_tensor):\n    return nested_tensor(1)\n",  # a parameter hides the import
         "sparse = 1\nnested = 2\nprint(sparse.real, nested)\n",
         "import numpy as np\nx = np.float64(1.0)\ny = np.zeros(2, dtype=np.float64)\n",
         "s = 'call .cuda() and torch.sparse here'\n# x.cuda()\n",

@@ -168,10 +168,11 @@ def test_a_projects_own_package_is_not_a_cuda_package(tmp_path):
     assert _walk_file(other) == ["NRN612"]
 
 
-def test_one_import_finding_per_package_and_file():
-    src = "import triton\nimport triton.language as tl\nfrom triton import testing\n"
+def test_one_import_finding_per_import_statement():
+    # each import statement is a line that fails (issue 12); one `from x import a, b` is one finding
+    src = "import triton\nimport triton.language as tl\nfrom triton import testing, jit\n"
     found = [f for f in check_source(src, "t.py", ALL) if f.code == "NRN601"]
-    assert [f.line for f in found] == [1]
-    # a guarded import does not use up the file's finding
+    assert [f.line for f in found] == [1, 2, 3]
+    # a guarded import is not reported
     src = "try:\n    import triton\nexcept ImportError:\n    pass\nimport triton.language as tl\n"
     assert [f.line for f in check_source(src, "t.py", ALL) if f.code == "NRN601"] == [5]

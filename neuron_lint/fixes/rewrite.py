@@ -201,6 +201,24 @@ def _transform(module: Module, findings: list[Finding], settings: Settings) -> t
     return tree.code, apply
 
 
+_LAST: list = [None, None]  # the text last rewritten and its Module: a pass that retries a subset reuses it
+
+
+def _parsed(text: str) -> Module | None:
+    """:func:`parse`, once per text: within one pass of ``fix`` the same text is rewritten again
+    with fewer fixes when some are dropped (too long, or breaking the code)."""
+    if _LAST[0] is not None and _LAST[0] == text:
+        return _LAST[1]
+    module = parse(text)
+    _LAST[0], _LAST[1] = text, module
+    return module
+
+
+def forget() -> None:
+    """Let go of the module kept by :func:`_parsed` (at the end of a file's fix)."""
+    _LAST[0] = _LAST[1] = None
+
+
 def parse(text: str) -> Module | None:
     """The LibCST module of ``text``, or None when LibCST cannot read it (the file is left as it is)."""
     try:
@@ -214,7 +232,7 @@ def rewrite(text: str, findings: list[Finding], settings: Settings) -> Rewritten
     findings = [f for f in findings if f.fix is not None and f.fix.fixer and f.fix.target]
     if not findings:
         return Rewritten(text)
-    module = parse(text)
+    module = _parsed(text)
     if module is None:
         return Rewritten(text, declined={i: "LibCST cannot parse this file" for i in range(len(findings))})
     new, apply = _transform(module, findings, settings)

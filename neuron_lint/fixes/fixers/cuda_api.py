@@ -112,6 +112,10 @@ def _device_idiom_plan(ctx, hit, call):
         return None
     literal = guard.orelse if child is not call else guard.body
     kind = literal_kind(literal)
+    if kind is None and isinstance(literal, (ast.List, ast.Tuple, ast.BinOp)):
+        from .device_string import plan_device_list
+
+        return plan_device_list(ctx, hit, guard, literal, negated=child is not call)
     if kind not in ("plain", "indexed") or id(literal) in ctx.flagged:
         return None
     return _plan_guard(ctx, hit, literal, guard, kind, "Use the current accelerator instead of CUDA",
@@ -143,7 +147,7 @@ class CudaApi:
         data = {"target": target}
         if hit.subject == "torch.cuda.is_available":
             idiom = _device_idiom_plan(ctx, hit, call)
-            if idiom is not None:
+            if idiom is not None or id(hit) in ctx.notes:
                 return idiom
             region, why = decided_region(ctx, call)
             if region is None:
@@ -188,8 +192,11 @@ class CudaApi:
             return cst.If(test=test, body=cst.IndentedBlock(body=[line]), leading_lines=updated.leading_lines)
         if guard is not None and isinstance(updated, cst.Call):
             new_call = self._call(rx, original, updated, data)
-            return rx.expression("({call} if {test}() else " + guard + ")",
-                                 call=new_call, test=rx.dotted("torch.accelerator.is_available", original))
+            parent = rx.parent(original)
+            # parentheses only where the conditional is part of a larger expression (as `ruff format` keeps them)
+            whole = isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Arg, cst.Element))
+            template = "{call} if {test}() else " + guard if whole else "({call} if {test}() else " + guard + ")"
+            return rx.expression(template, call=new_call, test=rx.dotted("torch.accelerator.is_available", original))
         if isinstance(updated, cst.Call):
             return self._call(rx, original, updated, data)
         return self._target(rx, original, updated, data)

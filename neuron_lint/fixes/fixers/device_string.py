@@ -312,6 +312,10 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
                 data = {**data, "mode": "decided"}
             return ctx.propose(hit, parent, "IfExp", message + " (with the device test that chooses it)",
                                {**data, "decided": True})
+    if not ctx.neuron and kind in ("plain", "indexed"):
+        default = _plan_default(ctx, hit, node)
+        if default is not None or id(hit) in ctx.notes:
+            return default
     data = device_data(ctx, hit, node, import_ok=is_test_file(ctx) and _parametrize_value(ctx, node))
     if data is None:
         return None
@@ -319,6 +323,90 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         return ctx.propose(hit, node, cst_kind(node), message, {"mode": "word"})
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": _first_arg_of_to(ctx, node)})
+
+
+def _parameter_default(ctx, node):
+    """``def f(device="cuda")`` / ``def f(device=torch.device("cuda"))``: (the function, the
+    parameter, whether the default is a ``torch.device``), or None."""
+    value, parent = node, ctx.parent(node)
+    if (isinstance(parent, ast.Call) and _qual(ctx, parent.func) == "torch.device" and len(parent.args) == 1
+            and not parent.keywords and parent.args[0] is node):
+        value, parent = parent, ctx.parent(parent)
+    if not isinstance(parent, ast.arguments):
+        return None
+    fn = ctx.parent(parent)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    positional = [*parent.posonlyargs, *parent.args]
+    pairs = list(zip(positional[len(positional) - len(parent.defaults):], parent.defaults))
+    pairs += list(zip(parent.kwonlyargs, parent.kw_defaults))
+    for arg, default in pairs:
+        if default is value:
+            return fn, arg, value is not node
+    return None
+
+
+def _optional_annotation(ctx, annotation) -> str:
+    """How the parameter's annotation takes ``None``: "none" (no annotation), "keep" (already
+    ``Optional``), "union" (``Union[...]``), "pipe" (``X | Y``, or ``from __future__ import
+    annotations``), "optional" (``Optional`` imported), "typing" (``typing`` imported); "" when
+    it cannot without a new import."""
+    bindings = ctx.import_bindings
+    if annotation is None:
+        return "none"
+    if isinstance(annotation, ast.Subscript):
+        head = _qual(ctx, annotation.value) or getattr(annotation.value, "id", "")
+        if head in ("typing.Optional", "Optional"):
+            return "keep"
+        if head in ("typing.Union", "Union"):
+            return "union"
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return "pipe"
+    if any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations" for a in s.names)
+           for s in ctx.tree.body):
+        return "pipe"
+    if bindings.get("Optional") == "typing.Optional":
+        return "optional"
+    if bindings.get("typing") == "typing":
+        return "typing"
+    return ""
+
+
+def _plan_default(ctx, hit, node):
+    """A device default of a library function (evaluated when the module is imported): the
+    parameter defaults to ``None`` and the function picks the current device when it runs."""
+    found = _parameter_default(ctx, node)
+    if found is None or not ctx.allows("2.6"):
+        return None
+    fn, arg, as_device = found
+    if not fn.body or (fn.body[0].lineno == fn.lineno and not isinstance(fn.body[0], ast.Expr)):
+        return None  # `def f(device="cuda"): return ...` on one line
+    inside = fn.body[0]
+    data, _ = ctx.device_choice(inside)
+    if not data:
+        return None
+    if data.get("device") != "library" and not _runs_before_definition(ctx, fn, data):
+        return None  # the default can name the module's device directly
+    annotation = _optional_annotation(ctx, arg.annotation)
+    if not annotation:
+        ctx.note(hit, f"not rewritten: `{arg.arg}` would default to None, and its annotation needs `Optional`, "
+                      "which this module does not import; add the import, or pass the device in")
+        return None
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) and arg.arg in n.names for n in ast.walk(fn)):
+        return None
+    return ctx.propose(hit, fn, type(fn).__name__,
+                       f"Default `{arg.arg}` to None and take the current accelerator when the function runs "
+                       "(callers passing None now get it too)",
+                       {**data, "mode": "default", "param": arg.arg, "annotation": annotation, "as_device": as_device},
+                       applicability="unsafe", fixer="device_string")
+
+
+def _runs_before_definition(ctx, fn, data) -> bool:
+    """Is the ``def`` (whose defaults are evaluated there) before the module's device definition?"""
+    if data.get("device") == "script":
+        return fn.lineno <= ctx.leading_end
+    stmt = ctx.device_variable
+    return data.get("device") == "var" and stmt is not None and fn.lineno <= (stmt.end_lineno or stmt.lineno)
 
 
 def _string_definition(ctx, node) -> ast.Assign | None:
@@ -377,6 +465,65 @@ def _plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str, fixer
                         "as_device": _first_arg_of_to(ctx, guard)}, fixer=fixer)
 
 
+def _list_literals(ctx, arm) -> list | None:
+    """The CUDA strings of a device list (``["cuda"]``, ``["cpu"] + ["cuda:0", "cuda:1"]``): each a
+    direct element of a list or tuple, one literal each. None when ``arm`` holds anything else."""
+    found: list = []
+    stack = [arm]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            stack += [node.left, node.right]
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            for e in node.elts:
+                if not (isinstance(e, ast.Constant) and isinstance(e.value, str)):
+                    return None
+                if is_cuda_value(e.value):
+                    if not _one_literal(ctx, e):
+                        return None
+                    found.append(e)
+        else:
+            return None
+    return found
+
+
+def _loop_of(ctx, node) -> ast.For | None:
+    """The ``for`` loop whose iterable holds ``node``."""
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, (ast.For, ast.AsyncFor)):
+            return p if p.iter is child or any(n is node for n in ast.walk(p.iter)) else None
+        if isinstance(p, ast.stmt):
+            return None
+        child = p
+    return None
+
+
+def plan_device_list(ctx, hit, guard: ast.IfExp, arm, negated: bool):
+    """``["cuda"] if torch.cuda.is_available() else []`` (a list of devices to run on): the check
+    and the strings it adds are one rewrite, ``[DEVICE.type] if torch.accelerator.is_available()
+    else []``. On CUDA the list is what it was; on a CPU-only host it is empty as before; on
+    Trainium it holds ``"neuron"``. In a test module the tests then run on Trainium too (unsafe)."""
+    literals = _list_literals(ctx, arm)
+    if not literals or any(id(e) in ctx.flagged for e in literals):
+        return None
+    other = guard.body if negated else guard.orelse
+    if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0] == "cuda"
+           for n in ast.walk(other)):
+        return None
+    loop = _loop_of(ctx, guard)
+    if loop is not None and isinstance(loop.target, ast.Name) and _body_compares(ctx, hit, loop.body, loop.target.id):
+        return None
+    data = device_data(ctx, hit, guard, import_ok=is_test_file(ctx))
+    if data is None:
+        return None
+    test = is_test_file(ctx)
+    message = "Use the current accelerator in the device list (the availability check goes with it)" + (
+        "; the tests then run on Trainium too" if test else "")
+    return ctx.propose(hit, guard, "IfExp", message, {**data, "mode": "guard_list", "negated": negated},
+                       applicability="unsafe" if test else None, fixer="device_string")
+
+
 def loop_compares(ctx, hit, node) -> bool:
     """For an element of a device list: is the chosen device compared with CUDA where it is used?
     (Then it is left alone, with a note.)"""
@@ -392,6 +539,11 @@ def loop_compares(ctx, hit, node) -> bool:
         body = fn.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
     else:
         return False
+    return _body_compares(ctx, hit, body, var)
+
+
+def _body_compares(ctx, hit, body: list, var) -> bool:
+    """Does code run for each device (``body``) compare the device ``var`` with CUDA? (Noted.)"""
     for stmt in body:
         for n in ast.walk(stmt):
             if isinstance(n, (ast.If, ast.IfExp, ast.While, ast.Assert)):
@@ -557,6 +709,10 @@ def rewrite_literal(rx, original, updated, data):
         return convert(rx, original, updated, data, data.get("as_device", False))
     if mode == "guard":
         return _rewrite_guard(rx, original, updated, data)
+    if mode == "guard_list":
+        return _rewrite_guard_list(rx, original, updated, data)
+    if mode == "default":
+        return _rewrite_default(rx, original, updated, data)
     if mode == "decided":
         return _rewrite_decided(rx, original, updated, data)
     raise _decline(f"unknown plan {mode!r}")
@@ -583,6 +739,99 @@ def _rewrite_guard(rx, original, updated, data):
         test = updated.test.with_changes(expression=test)
         return updated.with_changes(test=test, orelse=new_arm)
     return updated.with_changes(test=test, body=new_arm)
+
+
+def _find_param(params, name: str):
+    for field in ("posonly_params", "params", "kwonly_params"):
+        for i, p in enumerate(getattr(params, field)):
+            if p.name.value == name and p.default is not None:
+                return field, i, p
+    return None
+
+
+def _optional(annotation, how: str):
+    import libcst as cst
+
+    if how in ("none", "keep"):
+        return annotation
+    inner = annotation.annotation
+    none = cst.Name("None")
+    if how == "pipe":
+        return annotation.with_changes(annotation=cst.BinaryOperation(
+            left=inner, operator=cst.BitOr(), right=none))
+    if how == "union":
+        if not isinstance(inner, cst.Subscript):
+            raise _decline("the annotation is not the planned Union")
+        elements = list(inner.slice)
+        last = elements[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return annotation.with_changes(annotation=inner.with_changes(
+            slice=[*elements[:-1], last, cst.SubscriptElement(cst.Index(none))]))
+    head = cst.Name("Optional") if how == "optional" else cst.Attribute(value=cst.Name("typing"), attr=cst.Name("Optional"))
+    return annotation.with_changes(annotation=cst.Subscript(value=head, slice=[cst.SubscriptElement(cst.Index(inner))]))
+
+
+def _rewrite_default(rx, original, updated, data):
+    """``def f(device="cuda"):`` -> ``def f(device=None):`` whose body starts with
+    ``if device is None: device = _current_device().type``."""
+    import libcst as cst
+    from libcst.helpers import parse_template_statement
+
+    name = data["param"]
+    found, before = _find_param(updated.params, name), _find_param(original.params, name)
+    if found is None or before is None or not isinstance(updated.body, cst.IndentedBlock):
+        raise _decline("the function does not have the planned parameter")
+    field, i, param = found
+    site, default = before[2].default, param.default
+    literal = default.args[0].value if data.get("as_device") and isinstance(default, cst.Call) and default.args else default
+    kind = _cst_kind(literal)
+    if kind not in ("plain", "indexed"):
+        raise _decline("the default is not the planned CUDA device")
+    if data.get("as_device") and kind == "plain":
+        value = rx.device(site, data)
+    elif data.get("as_device"):
+        value = default.with_changes(args=[default.args[0].with_changes(value=convert(rx, site, literal, data))])
+    else:
+        value = convert(rx, site, literal, data)
+    new_param = param.with_changes(default=cst.Name("None"))
+    if param.annotation is not None:
+        new_param = new_param.with_changes(annotation=_optional(param.annotation, data.get("annotation", "none")))
+    params = list(getattr(updated.params, field))
+    params[i] = new_param
+    check = parse_template_statement("if {n} is None:\n    {n} = {v}\n", config=rx.module.tree.config_for_parsing,
+                                     n=cst.Name(name), v=value)
+    body = list(updated.body.body)
+    first = body[0] if body else None
+    at = 1 if (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1
+               and isinstance(first.body[0], cst.Expr) and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))) else 0
+    body.insert(at, check)
+    return updated.with_changes(params=updated.params.with_changes(**{field: params}),
+                                body=updated.body.with_changes(body=body))
+
+
+def _rewrite_guard_list(rx, original, updated, data):
+    """``["cuda"] if torch.cuda.is_available() else []`` -> ``[DEVICE.type] if torch.accelerator.is_available() else []``."""
+    import libcst as cst
+
+    negated = data.get("negated", False)
+    if not isinstance(updated, cst.IfExp):
+        raise _decline("the code here is not the planned device list")
+
+    class _Elements(cst.CSTTransformer):
+        def leave_Element(self, original_node, updated_node):
+            if _cst_kind(updated_node.value) in ("plain", "indexed"):
+                return updated_node.with_changes(value=convert(rx, original, updated_node.value, data, False))
+            return updated_node
+
+    arm = updated.orelse if negated else updated.body
+    new_arm = arm.visit(_Elements())
+    if new_arm.deep_equals(arm):
+        raise _decline("the device list holds no CUDA string")
+    check = cst.Call(func=rx.dotted("torch.accelerator.is_available", original))
+    if negated:
+        if not isinstance(updated.test, cst.UnaryOperation):
+            raise _decline("the code here is not the planned availability check")
+        return updated.with_changes(test=updated.test.with_changes(expression=check), orelse=new_arm)
+    return updated.with_changes(test=check, body=new_arm)
 
 
 def _rewrite_decided(rx, original, updated, data):

@@ -25,6 +25,21 @@ def _dist_alias(ctx) -> str:
     return "dist" if "dist" in names else (names[0] if names else "")
 
 
+def plan_backend(ctx, hit, node, fixer: str | None = None):
+    """``"nccl"`` -> the backend registered for the current device (``"neuron"`` with --device neuron)."""
+    if ctx.neuron:
+        return ctx.propose(hit, node, "SimpleString", "Use the `neuron` process-group backend", {"mode": "neuron"},
+                           fixer=fixer)
+    if not ctx.allows("2.6"):
+        ctx.note(hit, "not rewritten: `get_default_backend_for_device` needs PyTorch 2.6 (--min-torch)")
+        return None
+    data = device_data(ctx, hit, node)
+    if data is None:
+        return None
+    return ctx.propose(hit, node, "SimpleString", "Use the backend registered for the current device",
+                       {**data, "mode": "backend", "dist": _dist_alias(ctx)}, fixer=fixer)
+
+
 class Distributed:
     name = "distributed"
 
@@ -39,16 +54,7 @@ class Distributed:
                 ctx.note(hit, "not rewritten: a backend string naming devices (`cpu:gloo,cuda:nccl`) needs a "
                               "`neuron:neuron` entry added by hand")
                 return None
-            if ctx.neuron:
-                return ctx.propose(hit, node, "SimpleString", "Use the `neuron` process-group backend", {"mode": "neuron"})
-            if not ctx.allows("2.6"):
-                ctx.note(hit, "not rewritten: `get_default_backend_for_device` needs PyTorch 2.6 (--min-torch)")
-                return None
-            data = device_data(ctx, hit, node)
-            if data is None:
-                return None
-            return ctx.propose(hit, node, "SimpleString", "Use the backend registered for the current device",
-                               {**data, "mode": "backend", "dist": _dist_alias(ctx)})
+            return plan_backend(ctx, hit, node)
         if keyword == "device_type":
             return plan_literal(ctx, hit, node, "Use the current accelerator's device type")
         return None

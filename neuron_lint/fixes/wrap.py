@@ -1,0 +1,288 @@
+"""Break a statement that a fix made too long, the way ``ruff format`` (and black) would.
+
+A rewrite such as ``"cuda"`` -> ``DEVICE.type`` can push a line past the project's line length.
+In a file that keeps to that length, the fixer's output should not be the one line ``ruff format
+--check`` (or E501) complains about, so the statement is broken at its last bracket pair:
+
+    x = torch.empty(8, device=DEVICE.type, dtype=torch.int64, pin_memory=True)
+
+becomes
+
+    x = torch.empty(
+        8, device=DEVICE.type, dtype=torch.int64, pin_memory=True
+    )
+
+and, when the contents do not fit on one line either, one element per line with a trailing
+comma. Only the shapes whose formatted form is certain are handled (one-line simple statements
+and ``for``/``if``/``while`` headers whose expression ends in a bracket, without comments);
+:func:`wrap_lines` leaves every other statement as it is, and the caller then drops the fix that
+made it too long, as before.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+_BRACKETED = (cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Set, cst.Dict,
+              cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_OPERATORS = (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison)
+
+
+def _broken(indent: str) -> cst.ParenthesizedWhitespace:
+    """A line break inside brackets, continuing at the statement's indentation plus ``indent``."""
+    return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), indent=True,
+                                       last_line=cst.SimpleWhitespace(indent))
+
+
+def _last_bracket(node: cst.BaseExpression) -> list | None:
+    """The path to the expression that owns the statement's last bracket pair (the one closing at
+    the end of the line), or None. An operator's right operand is followed; a parenthesised
+    expression owns its parentheses."""
+    path = [node]
+    while True:
+        if node.lpar:
+            return path
+        if isinstance(node, _BRACKETED):
+            if isinstance(node, cst.Tuple):
+                return None  # a tuple without parentheses: nothing to split at
+            return path
+        if isinstance(node, cst.BinaryOperation):
+            node = node.right
+        elif isinstance(node, cst.BooleanOperation):
+            node = node.right
+        elif isinstance(node, cst.Comparison) and node.comparisons:
+            node = node.comparisons[-1].comparator
+        else:
+            return None
+        path.append(node)
+
+
+def _is_empty(node: cst.BaseExpression) -> bool:
+    if node.lpar:
+        return False
+    if isinstance(node, cst.Call):
+        return not node.args
+    if isinstance(node, (cst.List, cst.Set, cst.Tuple, cst.Dict)):
+        return not node.elements
+    return False
+
+
+def _trailing_comma(elements) -> bool:
+    last = elements[-1] if elements else None
+    return last is not None and isinstance(getattr(last, "comma", None), cst.Comma)
+
+
+def _elements(node):
+    """The comma-separated items inside the bracket pair, with their class's field name."""
+    if node.lpar:
+        return None, None
+    if isinstance(node, cst.Call):
+        return "args", list(node.args)
+    if isinstance(node, (cst.List, cst.Set, cst.Dict, cst.Tuple)):
+        return "elements", list(node.elements)
+    return None, None
+
+
+def _split(node: cst.BaseExpression, indent: str, explode: bool):
+    """``node`` with its bracket pair opened onto separate lines; ``explode``: one item per line,
+    each with a trailing comma. None when that form is not one neuron-lint writes."""
+    inner, outer, none = _broken(indent), _broken(""), cst.SimpleWhitespace("")
+    if node.lpar:  # a parenthesised expression: break inside its own parentheses
+        if explode:
+            return None
+        return node.with_changes(lpar=[node.lpar[0].with_changes(whitespace_after=inner), *node.lpar[1:]],
+                                 rpar=[*node.rpar[:-1], node.rpar[-1].with_changes(whitespace_before=outer)])
+    if isinstance(node, cst.Subscript):
+        if explode:
+            return None
+        return node.with_changes(lbracket=node.lbracket.with_changes(whitespace_after=inner),
+                                 rbracket=node.rbracket.with_changes(whitespace_before=outer))
+    if isinstance(node, cst.Call):
+        args = list(node.args)
+        if not args:
+            return None
+        if explode:
+            if len(args) < 2 or any(isinstance(a.value, cst.GeneratorExp) and not a.value.lpar for a in args):
+                return None
+            args = [a.with_changes(comma=cst.Comma(whitespace_after=inner if n < len(args) - 1 else outer),
+                                   whitespace_after_arg=none) for n, a in enumerate(args)]
+        else:
+            args[-1] = args[-1].with_changes(whitespace_after_arg=outer)
+        return node.with_changes(whitespace_before_args=inner, args=args)
+    if isinstance(node, (cst.List, cst.Set, cst.Dict)):
+        opening, closing = ("lbracket", "rbracket") if isinstance(node, cst.List) else ("lbrace", "rbrace")
+        items = list(node.elements)
+        if not items:
+            return None
+        if explode:
+            if len(items) < 2:
+                return None
+            items = [i.with_changes(comma=cst.Comma(whitespace_after=inner if n < len(items) - 1 else none))
+                     for n, i in enumerate(items)]
+        return node.with_changes(elements=items, **{
+            opening: getattr(node, opening).with_changes(whitespace_after=inner),
+            closing: getattr(node, closing).with_changes(whitespace_before=outer)})
+    return None  # comprehensions and generator expressions: left to a person
+
+
+def _rebuild(path: list, new_last: cst.BaseExpression) -> cst.BaseExpression:
+    """``path[0]`` with ``path[-1]`` replaced by ``new_last`` (``path`` from :func:`_last_bracket`)."""
+    node = new_last
+    for parent in reversed(path[:-1]):
+        if isinstance(parent, (cst.BinaryOperation, cst.BooleanOperation)):
+            node = parent.with_changes(right=node)
+        else:
+            last = parent.comparisons[-1].with_changes(comparator=node)
+            node = parent.with_changes(comparisons=[*parent.comparisons[:-1], last])
+    return node
+
+
+def _top_delimiters(node: cst.BaseExpression) -> int:
+    """Operators outside any bracket in ``node`` (0 for a name, a call, an attribute chain)."""
+    if node.lpar:
+        return 0
+    if isinstance(node, cst.BinaryOperation):
+        return 1 + _top_delimiters(node.left) + _top_delimiters(node.right)
+    if isinstance(node, cst.BooleanOperation):
+        return 1 + _top_delimiters(node.left) + _top_delimiters(node.right)
+    if isinstance(node, cst.Comparison):
+        return len(node.comparisons) + _top_delimiters(node.left)
+    if isinstance(node, (cst.IfExp, cst.Lambda, cst.NamedExpr, cst.UnaryOperation, cst.Await, cst.Yield)):
+        return 99  # operators neuron-lint does not try to place
+    return 0
+
+
+def _chained_calls(node: cst.BaseExpression) -> int:
+    """Attribute accesses on a call or subscript result (``a(x).b(y).c`` has two): a formatter
+    splits such a chain as a whole rather than at its last bracket."""
+    count = 0
+    while isinstance(node, (cst.Attribute, cst.Call, cst.Subscript)) and not node.lpar:
+        inner = node.value if isinstance(node, (cst.Attribute, cst.Subscript)) else node.func
+        if isinstance(node, cst.Attribute) and isinstance(inner, (cst.Call, cst.Subscript)) and not inner.lpar:
+            count += 1
+        node = inner
+    return count
+
+
+class _Breaker:
+    """Chooses the broken form of one statement (parsed on its own, without its indentation)."""
+
+    def __init__(self, limit: int, indent: str) -> None:
+        self.limit, self.indent = limit, indent
+
+    def _fits(self, column: int, code: str) -> bool:
+        """Does every line of ``code`` (a statement at indentation ``column``) keep within the limit?"""
+        return all(column + len(line) <= self.limit for line in code.split("\n"))
+
+    def _candidates(self, expr: cst.BaseExpression, optional_parens: bool):
+        """Split forms of ``expr``, in the order a formatter prefers them."""
+        path = _last_bracket(expr)
+        last = path[-1] if path else None
+        can_omit = last is not None and not _is_empty(last) and _top_delimiters(expr) <= 1
+        if optional_parens and _chained_calls(path[-1] if path else expr) > 1:
+            can_omit = False  # a chain of calls: the formatter puts the whole expression in parentheses
+        if can_omit:
+            _, items = _elements(last)
+            if not (items and _trailing_comma(items)):
+                for explode in (False, True):
+                    split = _split(last, self.indent, explode)
+                    if split is not None:
+                        yield _rebuild(path, split)
+        if optional_parens and not expr.lpar and _top_delimiters(expr) < 99:
+            yield expr.with_changes(lpar=[cst.LeftParen(whitespace_after=_broken(self.indent))],
+                                    rpar=[cst.RightParen(whitespace_before=_broken(""))])
+
+    def _pick(self, expr, optional_parens, render, column: int):
+        for candidate in self._candidates(expr, optional_parens):
+            code = render(candidate)
+            # every line must fit as it is: no nested split is attempted
+            if "\n" in code and self._fits(column, code):
+                return code
+        return None
+
+    def simple(self, stmt: cst.SimpleStatementLine, column: int) -> str | None:
+        """The broken code of a one-line simple statement, or None."""
+        if len(stmt.body) != 1 or stmt.trailing_whitespace.comment is not None:
+            return None
+        small = stmt.body[0]
+        if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)) and small.value is not None:
+            optional = True  # the value may go into parentheses of its own
+        elif isinstance(small, cst.Expr):
+            optional = False
+        else:
+            return None
+        module = cst.Module(body=[])
+
+        def render(candidate):
+            return module.code_for_node(stmt.with_changes(body=[small.with_changes(value=candidate)])).rstrip("\n")
+
+        return self._pick(small.value, optional, render, column)
+
+    def header(self, node, column: int) -> str | None:
+        """The broken header (up to its colon) of a ``for``/``if``/``while`` statement, or None."""
+        field = "iter" if isinstance(node, cst.For) else "test"
+        if not isinstance(node.body, cst.IndentedBlock) or node.body.header.comment is not None:
+            return None
+        module = cst.Module(body=[])
+
+        def render(candidate):
+            code = module.code_for_node(node.with_changes(**{field: candidate}))
+            return code[: code.index(":\n", len(code) - len(module.code_for_node(node.body)) - 2) + 1]
+
+        return self._pick(getattr(node, field), True, render, column)
+
+
+def _candidates(tree: ast.Module, lines: set[int]):
+    """(line, kind) of the statements that start on ``lines`` and fit on that one line (their header,
+    for a compound statement)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or node.lineno not in lines:
+            continue
+        if isinstance(node, (ast.For, ast.If, ast.While)):
+            head = node.iter if isinstance(node, ast.For) else node.test
+            if head.end_lineno == node.lineno and node.body and node.body[0].lineno > node.lineno:
+                yield node.lineno, "header"
+        elif not hasattr(node, "body") and node.end_lineno == node.lineno:
+            yield node.lineno, "simple"
+
+
+def wrap_lines(text: str, lines: set[int], limit: int) -> str:
+    """``text`` with the one-line statements starting on ``lines`` broken to fit ``limit``, where a
+    formatter's form is certain (see the module docs); the rest stays as it is.
+
+    Each statement is parsed by LibCST on its own (its line, less the indentation), so the cost
+    does not grow with the module."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
+    source = text.splitlines(keepends=True)
+    indent_unit = "    "
+    breaker = _Breaker(limit, indent_unit)
+    changed = False
+    for number, kind in sorted(set(_candidates(tree, lines)), reverse=True):
+        raw = source[number - 1]
+        body = raw.rstrip("\r\n")
+        ending = raw[len(body):]
+        newline = "\r\n" if ending == "\r\n" else "\n"
+        code = body.lstrip(" ")
+        column = len(body) - len(code)
+        if not code or code[0] in "\t\f":
+            continue  # tab indentation: not a shape a formatter leaves
+        try:
+            if kind == "simple":
+                stmt = cst.parse_module(code + "\n").body[0]
+                broken = breaker.simple(stmt, column) if isinstance(stmt, cst.SimpleStatementLine) else None
+            else:
+                stmt = cst.parse_module(code + "\n" + indent_unit + "pass\n").body[0]
+                broken = breaker.header(stmt, column)
+        except (cst.ParserSyntaxError, ValueError):
+            continue
+        if broken is None:
+            continue
+        pad = " " * column
+        source[number - 1] = newline.join(pad + line for line in broken.split("\n")) + ending
+        changed = True
+    return "".join(source) if changed else text

@@ -1,0 +1,150 @@
+"""A fix that pushes a line past the project's line length breaks the statement as `ruff format` would.
+
+Before, such a fix was dropped (left to a person); now the statement is broken at its last bracket
+pair, and the result is what the real ruff prints, so a file that passed `ruff format --check` and
+E501 still does. Shapes whose formatted form neuron-lint cannot be sure of are left unbroken and
+the fix is dropped as before.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from neuron_lint.fixes.wrap import wrap_lines
+from neuron_lint.fixing import fix_text
+from neuron_lint.settings import Settings
+
+# one-line statements past 88 columns, as fixes leave them
+SHAPES = [
+    "x = torch.empty(8, device=DEVICE.type, dtype=torch.int64, pin_memory=True, requires_grad=False)\n",
+    "def f():\n    local_count_starts_storage = torch.empty(8, device=DEVICE.type, dtype=torch.int64, x=1)\n",
+    "class A:\n    def f(self):\n        for device in [\"cpu\"] + ([_current_device().type] if torch.accelerator.is_available() else []):\n            pass\n",
+    "def f():\n    return [\"cpu\"] + ([_current_device().type] if torch.accelerator.is_available() else [])\n",
+    "foo(aaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, cccccccccccccccccccccccccccccccc, dddddd)\n",
+    "x = foo(aaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, cccccccccccccccccccccc, dddddddddd, eee)\n",
+    "if torch.accelerator.is_available() and some_function_with_long_name(argument_number_one, argument_two):\n    pass\n",
+    "y = a.b(c).d(eeeeeeeeeeeeeeeeeeeeeeeeeeeee, fffffffffffffffffffffffffffff, gggggggggggggggggggggggggggggggg)\n",
+    "y = aaaaaaaaaaaaaaa + bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb(cccccccccccccccccccccccccccccc, ddddddddddddddddd)\n",
+    "y = {\"a\": aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, \"b\": bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, \"c\": ccccccccccccccc}\n",
+    "model = model.to(DEVICE).to(memory_format=torch.channels_last).eval().requires_grad_(False)\n",
+    "model.to(DEVICE).to(memory_format=torch.channels_last).eval().requires_grad_(False, aaaaaaaaaaaa)\n",
+    "x = torch.randn(batch_size, seq_len, hidden, device=DEVICE.type, dtype=dtype)[:, :, indices_to_keep]\n",
+    "x = aaaaaaaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbb.cccccccccccccccccccccc(ddddddddddddddddddddd, eeeeee)\n",
+    "x[aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa] = torch.zeros(bbbbbbbbbbbbbbbbbbbbbbbbbbb, device=DEVICE.type, c=1)\n",
+    "def f():\n    if True:\n        self.assertEqual(torch.zeros(3, device=DEVICE.type).sum().item(), expected_value_abc)\n",
+    "x: torch.Tensor = torch.zeros(bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, device=DEVICE.type, dtype=torch.float32)\n",
+    "x = f(g(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb), cccccccccccccccccccccccccccc)\n",
+    "while torch.accelerator.is_available() and some_function_with_long_name(argument_number_one, argu):\n    pass\n",
+]
+# shapes left alone: the fix that made them long is dropped instead
+LEFT = [
+    "x = f(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)\n",
+    "x = torch.tensor(NUM_TOKENS, dtype=torch.float, device=DEVICE.type)  # a comment that makes it long\n",
+    "x = DEVICE.type if some_condition_that_is_rather_long(aaaaaaaaaaaaaaaaa) else another_function(bbbbbb)\n",
+]
+
+
+def _long(text: str) -> set[int]:
+    return {n for n, line in enumerate(text.splitlines(), 1) if len(line) > 88}
+
+
+def _ruff_format(text: str) -> str:
+    run = subprocess.run([sys.executable, "-m", "ruff", "format", "--isolated", "-"], input=text,
+                         capture_output=True, text=True, check=True)
+    return run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", SHAPES)
+def test_a_broken_statement_is_what_ruff_format_prints(text):
+    assert _long(text)
+    wrapped = wrap_lines(text, _long(text), 88)
+    assert wrapped != text
+    assert wrapped == _ruff_format(text)
+
+
+@pytest.mark.parametrize("text", LEFT)
+def test_shapes_without_a_certain_form_are_left_as_they_are(text):
+    assert wrap_lines(text, _long(text), 88) == text
+
+
+def _fix(src: str, tail: str = "", **settings) -> str:
+    return fix_text(textwrap.dedent(src).lstrip("\n") + tail, "train.py",
+                    Settings(select=("NRN2",), **settings)).text
+
+
+def test_a_fix_that_makes_a_line_too_long_breaks_the_statement_instead_of_being_dropped():
+    fixed = _fix("""
+        import torch
+
+        DEVICE = torch.device("cuda")
+
+
+        def counts(n):
+            local_count_starts_storage = torch.empty(n, device="cuda", dtype=torch.int64, x=1)
+            return local_count_starts_storage
+    """)
+    assert "    local_count_starts_storage = torch.empty(\n        n, device=DEVICE.type, dtype=torch.int64, x=1\n    )\n" in fixed
+    assert not _long(fixed)
+
+
+def test_a_file_that_does_not_keep_the_line_length_is_not_reformatted():
+    long_line = "y = " + " + ".join(["aaaaaaaaaa"] * 12) + "\n"
+    fixed = _fix("""
+        import torch
+
+        DEVICE = torch.device("cuda")
+
+
+        def counts(n):
+            local_count_starts_storage = torch.empty(n, device="cuda", dtype=torch.int64, x=1)
+            return local_count_starts_storage
+    """, long_line)
+    assert "torch.empty(n, device=DEVICE.type, dtype=torch.int64, x=1)\n" in fixed
+
+
+def test_a_device_list_guard_is_rewritten_and_broken_where_it_grows():
+    fixed = _fix("""
+        import unittest
+
+        import torch
+
+
+        class T(unittest.TestCase):
+            def test_sum(self):
+                for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+                    self.assertEqual(torch.zeros(3, device=device).sum().item(), 0)
+    """, unsafe_fixes=True)
+    assert ("        for device in [\"cpu\"] + (\n"
+            "            [_current_device().type] if torch.accelerator.is_available() else []\n"
+            "        ):\n") in fixed
+    assert not _long(fixed)
+
+
+@pytest.mark.slow
+def test_fixed_files_pass_ruff_format_check_and_e501(tmp_path):
+    src = textwrap.dedent("""
+        import unittest
+
+        import torch
+
+
+        class T(unittest.TestCase):
+            def test_sum(self):
+                for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+                    x = torch.zeros(3, device=device, dtype=torch.float32, requires_grad=False)
+                    y = torch.zeros(3, device="cuda", dtype=torch.float32, requires_grad=False)
+                    self.assertEqual((x.cpu() + y.cpu()).sum().item(), 0)
+    """).lstrip("\n")
+    path = tmp_path / "test_sum.py"
+    path.write_text(src)
+    ruff = [sys.executable, "-m", "ruff"]
+    assert subprocess.run([*ruff, "format", "--check", "--isolated", str(path)], capture_output=True).returncode == 0
+    path.write_text(fix_text(src, str(path), Settings(select=("NRN2",), unsafe_fixes=True)).text)
+    assert "torch.accelerator.is_available()" in path.read_text()
+    check = subprocess.run([*ruff, "format", "--check", "--isolated", str(path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    lint = subprocess.run([*ruff, "check", "--isolated", "--select", "E501", str(path)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout

@@ -1,0 +1,140 @@
+"""The word prefilter and the pruned walk give exactly the findings of the earlier substring prefilter.
+
+`neuron_lint.prefilter.active` decides, from a file's words, which matches can fire there; the
+analyzer then leaves out the work of the others, and a file where none can is not walked. The earlier
+path (`may_match_substring`, then a walk doing every kind of match) is the reference: on every file
+both must give the same findings, syntax errors included.
+
+The fast test runs on every rule's examples (opt-in rules too) and the example project; the slow one
+on real code: the installed torch's own sources (when torch is installed; found, never imported) and
+the folders named in ``NEURON_LINT_CORPUS`` (``os.pathsep``-separated, e.g. checkouts of detectron2
+or diffusers). It skips when there is none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from neuron_lint import api
+from neuron_lint.errors import ParseError
+from neuron_lint.index import build_index
+from neuron_lint.prefilter import active, may_match_substring
+from neuron_lint.settings import Settings
+from neuron_lint.source import SourceError, decode
+
+ROOT = Path(__file__).resolve().parent.parent
+EVERY_RULE = Settings(extend_select=("NRN",))
+#: Packages of torch with much CUDA- and device-specific code (a few hundred files).
+TORCH_PARTS = ("cuda", "distributed", "amp", "backends", "utils/data", "nn/parallel", "profiler")
+
+
+def _findings(text: str, path: str, settings: Settings, catalog):
+    try:
+        return [f.to_dict() for f in api.check_source(text, path, settings, catalog)]
+    except ParseError as exc:
+        return ("syntax error", str(exc), exc.line, exc.col)
+
+
+def _earlier(text: str, path: str, settings: Settings, catalog):
+    """The earlier path: a substring prefilter, then a walk that does every kind of match."""
+    index = build_index(catalog, frozenset(settings.codes_for(path, catalog)))
+    if index.rules and not may_match_substring(text, index):
+        try:
+            api.parse(text, path)
+        except ParseError as exc:
+            return ("syntax error", str(exc), exc.line, exc.col)
+        return []
+    return _findings(text, path, dataclasses.replace(settings, prefilter=False), catalog)
+
+
+def _compare(sources, settings: Settings, catalog) -> tuple[int, int, int]:
+    """(files, files the new prefilter skipped, files with findings); fails on the first difference."""
+    files = skipped = with_findings = 0
+    for path, text in sources:
+        new = _findings(text, path, settings, catalog)
+        assert new == _earlier(text, path, settings, catalog), f"{path}: findings differ"
+        index = build_index(catalog, frozenset(settings.codes_for(path, catalog)))
+        files += 1
+        skipped += active(text, index) is None
+        with_findings += bool(new) and isinstance(new, list)
+    return files, skipped, with_findings
+
+
+def _python_files(root: Path):
+    for path in sorted(root.rglob("*.py")):
+        try:
+            text = decode(path.read_bytes()).text
+        except (OSError, SourceError):
+            continue
+        yield str(path.relative_to(root)), text
+
+
+def test_examples_same_findings(catalog):
+    sources = []
+    for rule in catalog.rules:
+        if rule.manifest_only:
+            continue
+        for kind in ("bad", "good", "fixed"):
+            for i, snippet in enumerate(getattr(rule, kind)):
+                sources.append((f"{rule.code}_{kind}_{i}.py", snippet))
+    sources += list(_python_files(ROOT / "examples"))
+    files, _skipped, with_findings = _compare(sources, EVERY_RULE, catalog)
+    assert files > 100 and with_findings > 50
+
+
+def _real_corpora() -> list[Path]:
+    roots = [Path(p) for p in os.environ.get("NEURON_LINT_CORPUS", "").split(os.pathsep) if p]
+    spec = find_spec("torch")
+    if spec is not None and spec.origin:
+        torch_dir = Path(spec.origin).parent
+        roots += [torch_dir / part for part in TORCH_PARTS]
+    return [r for r in roots if r.is_dir()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", [Settings(), EVERY_RULE], ids=["default", "every-rule"])
+def test_real_code_same_findings(catalog, settings):
+    roots = _real_corpora()
+    if not roots:
+        pytest.skip("no real corpus: torch is not installed and NEURON_LINT_CORPUS is not set")
+    files = skipped = 0
+    for root in roots:
+        f, s, _ = _compare(_python_files(root), settings, catalog)
+        files += f
+        skipped += s
+    assert files > 0
+
+
+def _trees(catalog):
+    import ast
+
+    for rule in catalog.rules:
+        if rule.manifest_only:
+            continue
+        for snippet in (*rule.bad, *rule.good):
+            try:
+                yield ast.parse(snippet)
+            except SyntaxError:
+                continue
+    for _path, text in _python_files(ROOT / "neuron_lint"):
+        yield ast.parse(text)
+
+
+def test_module_scans_match_the_fix_planners(catalog):
+    """api's one-loop scans answer as `ast.walk` and `fixes.plan.bound_names` do."""
+    import ast
+
+    from neuron_lint.fixes.plan import bound_names as planners_bound_names
+
+    for tree in _trees(catalog):
+        parents = {}
+        for p in ast.walk(tree):
+            for child in ast.iter_child_nodes(p):
+                parents[id(child)] = p
+        assert api.parent_map(tree) == parents
+        assert api.bound_names(tree) == planners_bound_names(tree)
