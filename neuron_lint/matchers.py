@@ -676,13 +676,15 @@ def nccl_backend_table(analyzer, node: ast.Dict) -> Iterable[tuple[ast.AST, str]
 _EXTENSION_NAME = re.compile(r"\w+_cuda|\w+_cuda_ext|cuda_\w+_ext|\w+_cuda_kernels?|amp_C|syncbn")
 #: Extension modules that a package rule (NRN612) already names.
 _PACKAGE_EXTENSIONS = frozenset({"selective_scan_cuda", "flash_attn_2_cuda", "causal_conv1d_cuda"})
+#: A name that starts with a verb is a function or a flag (``can_use_cuda_kernels``, ``is_cuda``), not a module.
+_VERB = re.compile(r"(can|has|is|use|uses|get|set|check|retry|enable|disable|should|supports?|run|try)_")
 
 
 def _extension_component(module: str) -> str | None:
     if module.split(".", 1)[0] == "torch":
         return None
     for part in module.split("."):
-        if _EXTENSION_NAME.fullmatch(part) and part not in _PACKAGE_EXTENSIONS:
+        if _EXTENSION_NAME.fullmatch(part) and part not in _PACKAGE_EXTENSIONS and not _VERB.match(part):
             return part
     return None
 
