@@ -27,7 +27,6 @@ import libcst as cst
 
 _BRACKETED = (cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Set, cst.Dict,
               cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-_OPERATORS = (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison)
 
 
 def _broken(indent: str) -> cst.ParenthesizedWhitespace:
@@ -48,9 +47,7 @@ def _last_bracket(node: cst.BaseExpression) -> list | None:
             if isinstance(node, cst.Tuple):
                 return None  # a tuple without parentheses: nothing to split at
             return path
-        if isinstance(node, cst.BinaryOperation):
-            node = node.right
-        elif isinstance(node, cst.BooleanOperation):
+        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
             node = node.right
         elif isinstance(node, cst.Comparison) and node.comparisons:
             node = node.comparisons[-1].comparator
@@ -59,30 +56,24 @@ def _last_bracket(node: cst.BaseExpression) -> list | None:
         path.append(node)
 
 
-def _is_empty(node: cst.BaseExpression) -> bool:
+def _items(node: cst.BaseExpression) -> list:
+    """The comma-separated items inside the node's own bracket pair ([] for a parenthesised one)."""
     if node.lpar:
-        return False
+        return []
     if isinstance(node, cst.Call):
-        return not node.args
-    if isinstance(node, (cst.List, cst.Set, cst.Tuple, cst.Dict)):
-        return not node.elements
-    return False
-
-
-def _trailing_comma(elements) -> bool:
-    last = elements[-1] if elements else None
-    return last is not None and isinstance(getattr(last, "comma", None), cst.Comma)
-
-
-def _elements(node):
-    """The comma-separated items inside the bracket pair, with their class's field name."""
-    if node.lpar:
-        return None, None
-    if isinstance(node, cst.Call):
-        return "args", list(node.args)
+        return list(node.args)
     if isinstance(node, (cst.List, cst.Set, cst.Dict, cst.Tuple)):
-        return "elements", list(node.elements)
-    return None, None
+        return list(node.elements)
+    return []
+
+
+def _is_empty(node: cst.BaseExpression) -> bool:
+    """``f()``, ``[]``: nothing to put on a line of its own."""
+    return not node.lpar and isinstance(node, (cst.Call, cst.List, cst.Set, cst.Tuple, cst.Dict)) and not _items(node)
+
+
+def _trailing_comma(items: list) -> bool:
+    return bool(items) and isinstance(getattr(items[-1], "comma", None), cst.Comma)
 
 
 def _split(node: cst.BaseExpression, indent: str, explode: bool):
@@ -143,9 +134,7 @@ def _top_delimiters(node: cst.BaseExpression) -> int:
     """Operators outside any bracket in ``node`` (0 for a name, a call, an attribute chain)."""
     if node.lpar:
         return 0
-    if isinstance(node, cst.BinaryOperation):
-        return 1 + _top_delimiters(node.left) + _top_delimiters(node.right)
-    if isinstance(node, cst.BooleanOperation):
+    if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
         return 1 + _top_delimiters(node.left) + _top_delimiters(node.right)
     if isinstance(node, cst.Comparison):
         return len(node.comparisons) + _top_delimiters(node.left)
@@ -184,8 +173,7 @@ class _Breaker:
         if optional_parens and _chained_calls(path[-1] if path else expr) > 1:
             can_omit = False  # a chain of calls: the formatter puts the whole expression in parentheses
         if can_omit:
-            _, items = _elements(last)
-            if not (items and _trailing_comma(items)):
+            if not _trailing_comma(_items(last)):
                 for explode in (False, True):
                     split = _split(last, self.indent, explode)
                     if split is not None:
