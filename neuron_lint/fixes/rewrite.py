@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -45,11 +46,16 @@ class Module:
 
     def __init__(self, text: str) -> None:
         self.tree = cst.parse_module(text)
-        wrapper = MetadataWrapper(self.tree, unsafe_skip_copy=True)
-        self.positions = wrapper.resolve(PositionProvider)
-        self.scopes = wrapper.resolve(ScopeProvider)
-        self.parents = wrapper.resolve(ParentNodeProvider)
+        self._wrapper = MetadataWrapper(self.tree, unsafe_skip_copy=True)
+        self.positions = self._wrapper.resolve(PositionProvider)
+        self.scopes = self._wrapper.resolve(ScopeProvider)
         self.torch = torch_alias(self.tree)
+
+    @cached_property
+    def parents(self):
+        """Parent links, computed the first time a fixer asks (about a quarter of the metadata
+        cost, and most files never need them)."""
+        return self._wrapper.resolve(ParentNodeProvider)
 
 
 class RewriteContext:
