@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .catalog import Match, Rule
 from .index import RuleIndex
+from .parameters import parameter_defaults
 
 if TYPE_CHECKING:
     from .prefilter import Active
@@ -623,10 +624,7 @@ class Analyzer:
                 self._hit(rule, m, found[0], found[1])
 
     def _check_param_defaults(self, args: ast.arguments) -> None:
-        positional = [*args.posonlyargs, *args.args]
-        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-        pairs += [(p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-        for param, default in pairs:
+        for param, default in parameter_defaults(args):
             self._check_assign(param.arg, default)
 
 

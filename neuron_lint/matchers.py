@@ -11,6 +11,8 @@ import ast
 import re
 from typing import Callable, Iterable
 
+from .parameters import parameter_defaults
+
 MATCHERS: dict[str, Callable] = {}
 
 
@@ -274,10 +276,7 @@ def device_string_assignment(analyzer, node: ast.AST) -> Iterable[tuple[ast.AST,
     """A CUDA device string stored in a variable or parameter named like a device (not a tuple of names)."""
     pairs: list[tuple[str, ast.AST]] = []
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        a = node.args
-        positional = [*a.posonlyargs, *a.args]
-        pairs += [(p.arg, d) for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)]
-        pairs += [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+        pairs += [(p.arg, d) for p, d in parameter_defaults(node.args)]
     else:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if node.value is not None:
@@ -328,10 +327,7 @@ def device_string_format(analyzer, node: ast.AST) -> Iterable[tuple[ast.AST, str
             values.append(first)
         values += [kw.value for kw in node.keywords if kw.arg == "device"]
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        a = node.args
-        positional = [*a.posonlyargs, *a.args]
-        pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
-        values += [d for p, d in pairs if d is not None and _device_named(p.arg)]
+        values += [d for p, d in parameter_defaults(node.args) if _device_named(p.arg)]
     else:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for t in targets:
@@ -534,10 +530,7 @@ def _device_sink_values(analyzer, node: ast.AST) -> list[ast.AST]:
             values.append(first)
         values += [kw.value for kw in node.keywords if kw.arg in _DEVICE_KEYWORDS]
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        a = node.args
-        positional = [*a.posonlyargs, *a.args]
-        pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
-        values += [d for p, d in pairs if d is not None and _device_named(p.arg)]
+        values += [d for p, d in parameter_defaults(node.args) if _device_named(p.arg)]
     else:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
         for t in targets:
@@ -566,11 +559,8 @@ def device_string_fallback(analyzer, node: ast.AST) -> Iterable[tuple[ast.AST, s
 def device_type_default(analyzer, node: ast.AST) -> Iterable[tuple[ast.AST, str]]:
     """``def load(path, dev="cuda")``: a parameter with a short or other device-like name (``dev``,
     ``device_name``, ``accelerator``) whose default is CUDA (``device``-named ones are NRN202's)."""
-    a = node.args  # type: ignore[attr-defined]
-    positional = [*a.posonlyargs, *a.args]
-    pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
-    for p, d in pairs:
-        if d is not None and p.arg in ("device_type", "dev", "device_name", "accelerator") and not _device_named(p.arg):
+    for p, d in parameter_defaults(node.args):  # type: ignore[attr-defined]
+        if p.arg in ("device_type", "dev", "device_name", "accelerator") and not _device_named(p.arg):
             found = _cuda_literal(d)
             if found is not None:
                 yield found, ast.unparse(found)

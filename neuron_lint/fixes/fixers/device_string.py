@@ -32,6 +32,7 @@ import re
 import sys
 import tokenize
 
+from ...parameters import parameter_defaults
 from ..plan import DEVICE_VAR
 
 #: ``"cuda"``, ``"cuda:3"``
@@ -337,10 +338,7 @@ def _parameter_default(ctx, node):
     fn = ctx.parent(parent)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    positional = [*parent.posonlyargs, *parent.args]
-    pairs = list(zip(positional[len(positional) - len(parent.defaults):], parent.defaults))
-    pairs += list(zip(parent.kwonlyargs, parent.kw_defaults))
-    for arg, default in pairs:
+    for arg, default in parameter_defaults(parent):
         if default is value:
             return fn, arg, value is not node
     return None
