@@ -9,7 +9,7 @@ import sys
 if sys.path and not getattr(sys.flags, "safe_path", False) and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from neuron_lint.entry import main  # noqa: E402
+from neuron_lint.cli.entry import main  # noqa: E402
 
 if __name__ == "__main__":
     main()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .catalog import Catalog, load_catalog
 from .discovery import PY_SUFFIXES
-from .manifest_noqa import KINDS as MANIFEST_KINDS, ManifestNoqaError, add_noqa_to_manifest
+from .manifests.add_noqa import KINDS as MANIFEST_KINDS, ManifestNoqaError, add_noqa_to_manifest
 from .manifests import manifest_kind
 from .notebook import NotebookError, changed_cells, is_notebook, join_cells, parse_notebook, write_cells
 from .model import FileError, Finding
@@ -140,7 +140,8 @@ def write_atomic(path: Path, data: bytes, original: bytes | None = None, st: os.
 
 def add_noqa(paths: list[str], settings: Settings, catalog: Catalog | None = None) -> AddNoqaResult:
     """Add suppressions for every finding in the files under ``paths``."""
-    from .api import analyze_source, check_paths
+    from .pipeline import analyze_source
+    from .runner import check_paths
     from .config_tree import settings_for
     from .errors import ParseError
     from .fixing import FileChanged, ReadOnly
@@ -202,7 +203,7 @@ def _noqa_manifest(original: bytes, kind: str, shown: str, settings: Settings, c
 
 def _noqa_notebook(original: bytes, shown: str, settings: Settings, catalog: Catalog) -> tuple[bytes, int]:
     """A notebook with a ``# noqa`` for every finding, written into the cells' sources."""
-    from .api import analyze_source
+    from .pipeline import analyze_source
 
     nb = parse_notebook(original)
     cells = nb.code_cells

@@ -31,7 +31,6 @@ believed on its own say-so:
 from __future__ import annotations
 
 import dataclasses
-import enum
 import hashlib
 import hmac
 import json
@@ -40,12 +39,10 @@ import secrets
 import shutil
 import stat
 import tempfile
-import types
-import typing
-from functools import cache as _memo
 from pathlib import Path
 
 from . import __version__
+from .cache_entries import Invalid, decode_entry, encode
 
 CACHE_DIR_NAME = ".neuron_lint_cache"
 #: Bump when the entry format changes.
@@ -222,118 +219,6 @@ def _mac(secret: bytes, key: str, payload: bytes) -> bytes:
     return hmac.new(secret, msg, hashlib.sha256).hexdigest().encode("ascii")
 
 
-# ---------------------------------------------------------------------------- encoding
-def _encode(value):
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"@": type(value).__name__, **{f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
-    if isinstance(value, (list, tuple)):
-        return [_encode(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    return value
-
-
-class _Invalid(Exception):
-    """A decoded entry that does not fit the model: a miss."""
-
-
-@_memo
-def _shape(cls) -> tuple[dict, frozenset]:
-    """``cls``'s constructor fields with their resolved types, and the ones without a default."""
-    hints = typing.get_type_hints(cls)
-    fields = [f for f in dataclasses.fields(cls) if f.init]
-    required = frozenset(
-        f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    )
-    return {f.name: hints[f.name] for f in fields}, required
-
-
-def _frozen(value):
-    """A JSON value with its arrays as tuples, all the way down (a fix's plan is hashed and compared)."""
-    if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
-    return value
-
-
-_SCALARS = {str: (str,), int: (int,), bool: (bool,), float: (int, float)}
-
-
-def _build(tp, value):
-    """``value`` (decoded JSON) as an instance of the annotation ``tp``, or :class:`_Invalid`.
-
-    Driven by the dataclasses' own annotations, so a field added to the model is checked too;
-    an annotation this does not know makes every entry holding it a miss, never a guess.
-    """
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        if type(value) is not dict or value.get("@") != tp.__name__:
-            raise _Invalid(f"not a {tp.__name__}")
-        fields, required = _shape(tp)
-        kwargs = {}
-        for name, item in value.items():
-            if name == "@":
-                continue
-            if name not in fields:
-                raise _Invalid(f"{tp.__name__} has no field {name!r}")
-            kwargs[name] = _build(fields[name], item)
-        if not required <= kwargs.keys():
-            raise _Invalid(f"{tp.__name__} lacks {sorted(required - kwargs.keys())}")
-        return tp(**kwargs)
-    if tp is type(None):
-        if value is None:
-            return None
-        raise _Invalid("not None")
-    if tp in _SCALARS:
-        if type(value) in _SCALARS[tp]:
-            return value
-        raise _Invalid(f"not a {tp.__name__}")
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        try:
-            return tp(value)
-        except (ValueError, TypeError):
-            raise _Invalid(f"not a {tp.__name__}") from None
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        for option in args:
-            try:
-                return _build(option, value)
-            except _Invalid:
-                continue
-        raise _Invalid(f"none of {args}")
-    if tp in (list, tuple) or origin in (list, tuple):
-        if type(value) is not list:
-            raise _Invalid("not an array")
-        if not args:
-            return _frozen(value) if tp is tuple else value
-        if origin is list:
-            return [_build(args[0], v) for v in value]
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_build(args[0], v) for v in value)
-        if len(args) != len(value):
-            raise _Invalid("wrong length")
-        return tuple(_build(a, v) for a, v in zip(args, value))
-    if tp is dict or origin is dict:
-        if type(value) is not dict:
-            raise _Invalid("not an object")
-        if not args:
-            return value
-        return {_build(args[0], k): _build(args[1], v) for k, v in value.items()}
-    if tp is typing.Any or tp is object:
-        return value
-    raise _Invalid(f"cannot check {tp!r}")
-
-
-def _decode_entry(payload: bytes):
-    """``(CheckResult, lookups)`` from an entry's JSON, or :class:`_Invalid`."""
-    from .model import CheckResult
-
-    entry = json.loads(payload)
-    if type(entry) is not dict or "result" not in entry or not entry.keys() <= {"result", "lookups"}:
-        raise _Invalid("not an entry")
-    result = _build(CheckResult, entry["result"])
-    lookups = _build(list[tuple[str, str, bool]], entry.get("lookups", []))
-    return result, lookups
-
-
 # ---------------------------------------------------------------------------- the cache
 class _Unusable(Exception):
     """The cache folder is a link (or otherwise not to be trusted): run without the cache."""
@@ -451,11 +336,11 @@ class Cache:
                 raise _Unusable("disabled")
             data = self._read(key)
             if data is None or len(data) <= _MAC_HEX or data[_MAC_HEX:_MAC_HEX + 1] != b"\n":
-                raise _Invalid("missing or not an entry")
+                raise Invalid("missing or not an entry")
             payload = data[_MAC_HEX + 1:]
             if not hmac.compare_digest(data[:_MAC_HEX], _mac(self._secret, key, payload)):
-                raise _Invalid("not made by this user's neuron-lint")
-            result, lookups = _decode_entry(payload)
+                raise Invalid("not made by this user's neuron-lint")
+            result, lookups = decode_entry(payload)
         except Exception:  # missing, truncated, forged, from another format, a link or a pipe: a miss
             self.misses += 1
             return None
@@ -467,7 +352,7 @@ class Cache:
         if not self.writable:
             return
         try:
-            entry = {"result": _encode(result), "lookups": [list(x) for x in lookups]}
+            entry = {"result": encode(result), "lookups": [list(x) for x in lookups]}
             payload = json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
             data = _mac(self._secret, key, payload) + b"\n" + payload
             if len(data) > MAX_ENTRY_BYTES:

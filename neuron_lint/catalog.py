@@ -114,6 +114,9 @@ class Rule:
     fixed: tuple[str, ...]
     fix_cases: tuple[dict, ...] = field(compare=False, hash=False)
     file: str
+    #: For each ``bad`` snippet, the span its finding must cover, ``(line, col, end_line, end_col)``
+    #: as findings print them (1-based, end exclusive), or None where the example states none.
+    bad_spans: tuple[tuple[int, int, int, int] | None, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def family(self) -> str:
@@ -165,6 +168,31 @@ def _str_list(value: Any, file: str, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+_SPAN_RE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
+
+
+def _bad_examples(value: Any, file: str) -> tuple[tuple[str, ...], tuple]:
+    """``bad`` snippets: strings, or tables ``{ code = "...", span = "LINE:COL-LINE:COL" }`` that
+    also say where the finding must be (as findings print it: 1-based columns, end exclusive)."""
+    items = value if isinstance(value, list) else [value]
+    snippets, spans = [], []
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            key = f"examples.bad[{i}]"
+            if set(item) - {"code", "span"} or not isinstance(item.get("code"), str) or not item["code"]:
+                raise _err(file, key, "a table needs a non-empty 'code' and may have a 'span', nothing else")
+            span = item.get("span")
+            found = _SPAN_RE.match(span) if isinstance(span, str) else None
+            if span is not None and found is None:
+                raise _err(file, f"{key}.span", "must read LINE:COL-END_LINE:END_COL, e.g. \"2:9-2:16\"")
+            snippets.append(item["code"])
+            spans.append(tuple(int(g) for g in found.groups()) if found else None)
+        else:
+            snippets.append(item)
+            spans.append(None)
+    return _str_list(snippets, file, "examples.bad"), tuple(spans)
+
+
 def _parse_match(raw: Any, file: str, index: int) -> Match:
     where = f"match[{index}]"
     if not isinstance(raw, dict):
@@ -180,7 +208,7 @@ def _parse_match(raw: Any, file: str, index: int) -> Match:
     if kind == "matcher":
         unknown_matchers = [p for p in patterns if not _matcher_known(p)]
         if unknown_matchers:
-            raise _err(file, f"{where}.matcher", f"no matcher {unknown_matchers[0]!r} in neuron_lint/matchers.py")
+            raise _err(file, f"{where}.matcher", f"no matcher {unknown_matchers[0]!r} in neuron_lint/checks")
     if kind == MANIFEST_KIND:
         extra = set(raw) - {MANIFEST_KIND, "message", "suggestion"}
         if extra:
@@ -274,7 +302,7 @@ def _parse_rule(data: dict, file: str) -> Rule:
     unknown = set(ex) - _EXAMPLE_KEYS
     if unknown:
         raise _err(file, f"examples.{sorted(unknown)[0]}", "unknown key")
-    bad = _str_list(ex.get("bad"), file, "examples.bad") if "bad" in ex else ()
+    bad, bad_spans = _bad_examples(ex["bad"], file) if "bad" in ex else ((), ())
     good = _str_list(ex.get("good"), file, "examples.good") if "good" in ex else ()
     if len(bad) < 2:
         raise _err(file, "examples.bad", "needs at least two snippets that must each produce this rule")
@@ -300,7 +328,7 @@ def _parse_rule(data: dict, file: str) -> Rule:
         rationale=data["rationale"].strip(), source=data["source"].strip(),
         confidence=data["confidence"], effort=data["effort"],
         matches=matches, fix=fix, bad=bad, good=good, fixed=fixed,
-        fix_cases=tuple(fix_cases), file=file,
+        fix_cases=tuple(fix_cases), bad_spans=bad_spans, file=file,
     )
 
 
@@ -334,10 +362,10 @@ def _fixer_known(name: str) -> bool:
 
 
 def _matcher_known(name: str) -> bool:
-    from .matchers import MATCHERS
-    from . import checks, noqa  # noqa: F401  (they register their matchers)
+    from .matchers import is_known
+    from . import checks  # noqa: F401  (registers the rules' matchers; checks never import the catalog)
 
-    return name in MATCHERS
+    return is_known(name)
 
 
 def load_catalog_from(directory: Path) -> Catalog:

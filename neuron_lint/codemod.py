@@ -9,7 +9,7 @@ then ``codemod.DeviceAgnostic``). ``--no-format`` keeps LibCST from piping the r
 (its default formatter), which would reformat whole files.
 
 It is the same rewrite as ``neuron-lint fix``, not a second implementation: each file goes through
-:func:`neuron_lint.fixing.fix_text` with the settings ``neuron-lint fix FILE`` would use there (the
+:func:`neuron_lint.fixes.apply.fix_text` with the settings ``neuron-lint fix FILE`` would use there (the
 project's ``[tool.neuron-lint]`` configuration, its declared torch for ``--min-torch``), and the
 options below override them as on neuron-lint's command line.
 """
@@ -71,9 +71,9 @@ class DeviceAgnostic(CodemodCommand):
         return _settings(directory, self.device, self.min_torch, self.unsafe_fixes)
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        from .api import display_path
+        from .pipeline import display_path
         from .discovery import iter_python_files
-        from .fixing import fix_text
+        from .fixes.apply import fix_text
 
         path = self.context.filename
         settings = self.settings_for(path)

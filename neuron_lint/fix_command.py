@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, TextIO
 
-from .api import iter_files
+from .runner import iter_files
 from .catalog import load_catalog
 from .discovery import CHECKED_SUFFIXES, Missing, Skipped
 from .manifests import manifest_kind
-from .api import display_path
+from .pipeline import display_path
 from .fixing import FileFix, fix_file
 from .runner import run_work
 from .model import CheckResult, FileError

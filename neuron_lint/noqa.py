@@ -23,7 +23,6 @@ import re
 from dataclasses import dataclass, field
 
 from .catalog import Catalog
-from .matchers import matcher
 from .model import Edit, Finding, Fix
 
 UNUSED_CODE = "NRN901"
@@ -300,8 +299,11 @@ def removal_edits(d: Directive, unused: tuple[str, ...], line: str) -> tuple[Edi
     return (Edit(n, d.start + 1, n, end + 1, "# " if not before else ""),)
 
 
-@matcher()
-def unused_noqa(analyzer, node):  # pragma: no cover - never subscribed to a node type
-    """NRN901 is computed from comments by :func:`filter_findings`, not from the tree."""
-    return ()
+def line_directive(text: str, line: int = 1) -> Directive | None:
+    """The ``# noqa`` directive in one line of a file Python's lexer does not read, or None.
 
+    For dependency manifests (requirements, TOML, YAML, cfg), where a comment is found by each
+    format's own rules: the whole line is searched, with the same code-list rules as a comment
+    of a Python file. Columns are 0-based offsets in ``text``.
+    """
+    return _parse_comment(text, line, 0)[0] if "noqa" in text.lower() else None

@@ -12,10 +12,16 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from .catalog import Catalog
+from .catalog import Catalog, load_catalog
 from .model import CheckResult, FileError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .discovery import Missing
+    from .settings import Settings
 
 #: Below this much source to check, starting worker processes costs more than it saves.
 SERIAL_BYTES = 512 * 1024
@@ -87,7 +93,7 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
 
     With a ``work`` function (``fix``), run that instead: ``work(path, settings, catalog)``, uncached.
     """
-    from .api import check_file
+    from .pipeline import check_file
 
     from .config_tree import settings_for
 
@@ -95,8 +101,8 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
     if work is not None:
         return item[0], work(item[1], settings_for(_STATE["settings"], item[1]), _STATE["catalog"])
 
-    from . import analyzer
-    from .api import display_path, read_file
+    from . import project_facts
+    from .pipeline import display_path, read_file
 
     order, path, key, sig, _size = item[:5]
     data = item[5] if len(item) > 5 else None  # read by the cache probe (serial runs)
@@ -108,7 +114,7 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
         key = cache.key(data, display_path(path), settings)
     # Whether an import is the project's own package depends on the folders around the file, not
     # only on its bytes: the entry keeps those answers, and a later run re-checks them.
-    with analyzer.recorded_lookups() as looked_up:
+    with project_facts.recorded_lookups() as looked_up:
         result = check_file(path, settings, _STATE["catalog"], data)
     if cache is not None and key is not None and isinstance(data, bytes):
         try:
@@ -124,7 +130,7 @@ def _still_valid(lookups) -> bool:
     """Do the file-system answers a cached result relied on still hold?"""
     if not lookups:
         return True
-    from .analyzer import is_local_package
+    from .project_facts import is_local_package
 
     return all(is_local_package(path, top) == answer for path, top, answer in lookups)
 
@@ -153,7 +159,7 @@ def run(
     """Check every file under ``paths``. ``jobs``: processes (None or 0: one per CPU).
 
     ``progress``: ``start(total_files, total_bytes) -> advance(files, nbytes)`` (see
-    :mod:`neuron_lint.progress`), or None.
+    :mod:`neuron_lint.cli.progress`), or None.
     """
     from .config_tree import settings_for
     from .discovery import Missing, Skipped, iter_python_files
@@ -176,7 +182,7 @@ def run(
             size = st.st_size
             if cache is not None and stat.S_ISREG(st.st_mode) and size <= settings.max_file_bytes:
                 if display is None:
-                    from .api import display_path as display, read_file
+                    from .pipeline import display_path as display, read_file
                 data = read_file(path, settings)  # regular files only, bounded: never a pipe or /dev/zero
                 if isinstance(data, bytes):
                     key = cache.key(data, display(path), settings_for(settings, path))
@@ -267,7 +273,7 @@ def _run_pool(pending, workers, settings, catalog, cache, results, advance=_no_p
     # multiprocessing pool waiting forever. Check what is left one file per process, to name the file.
     for item in pending:
         if item[0] not in results and not _pool_pass([[item]], 1, initargs, results, advance):
-            from .api import display_path
+            from .pipeline import display_path
 
             if lost is not None:
                 results[item[0]] = lost(item[1])
@@ -303,3 +309,37 @@ def _pool_pass(batches, workers, initargs, results, advance) -> bool:
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
 
+
+def iter_files(paths: Iterable[str], settings: Settings) -> Iterable[Path | Missing]:
+    """The files ``check_paths`` would check under ``paths``, in order (or :class:`Missing` ones)."""
+    from .discovery import iter_python_files
+
+    return iter_python_files(list(paths), settings)
+
+
+def check_paths(
+    paths: Iterable[str] = (".",),
+    settings: Settings | None = None,
+    catalog: Catalog | None = None,
+    *,
+    jobs: int | None = None,
+    cache=None,
+    progress=None,
+) -> CheckResult:
+    """Check every file under ``paths``; unreadable files are reported, not raised.
+
+    ``settings``: one :class:`Settings` for every file, or a
+    :class:`neuron_lint.config_tree.SettingsTree` that gives each file its nearest configuration
+    (``SettingsTree(config.from_command_line(paths))``, as the command line does).
+
+    ``jobs``: worker processes (None: one per CPU; small inputs stay in one process).
+    ``cache``: a :class:`neuron_lint.cache.Cache`, or None to check every file afresh.
+    ``progress``: ``start(total_files, total_bytes) -> advance(files, nbytes)``, for a progress bar
+    (:mod:`neuron_lint.cli.progress`).
+    The result is the same for every ``jobs`` and cache state.
+    """
+    from .settings import Settings
+
+    settings = settings or Settings()
+    catalog = catalog or load_catalog()
+    return run(paths, settings, catalog, jobs=jobs, cache=cache, progress=progress)

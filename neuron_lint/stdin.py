@@ -61,7 +61,7 @@ def force_excluded(name: str, settings: Settings) -> bool:
 
 def check_stdin(data: bytes, name: str, settings: Settings, catalog=None) -> CheckResult:
     """Check ``data`` as the file ``name`` would be checked (it is never opened)."""
-    from .api import check_file
+    from .pipeline import check_file
 
     if force_excluded(name, settings):
         return CheckResult()
@@ -71,7 +71,7 @@ def check_stdin(data: bytes, name: str, settings: Settings, catalog=None) -> Che
 def fix_stdin(data: bytes, name: str, settings: Settings, *, diff: bool, quiet: bool,
               out: BinaryIO, err: TextIO) -> int:
     """``fix -``: the fixed text (or, with ``diff``, the diff) on ``out``; the exit code of ``fix``."""
-    from .api import display_path
+    from .pipeline import display_path
     from .fixing import FileFix, fix_bytes
     from .project_style import line_length_of
 

@@ -63,9 +63,10 @@ SLOW_MODULES = {"test_wheel", "test_precommit", "test_report_html", "test_startu
 
 def pytest_collection_modifyitems(config, items):
     """Mark as `slow` every test that runs neuron-lint in a subprocess (the `cli` fixture) or lives in
-    a module of such tests, so `python -m pytest -m "not slow"` is a quick loop; the default run keeps them."""
+    a module of such tests, and every `fuzz` test, so `python -m pytest -m "not slow"` is a quick loop;
+    the default run keeps the slow ones (not the long fuzzing campaign: `-m fuzz` runs that)."""
     slow = pytest.mark.slow
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
-        if "cli" in getattr(item, "fixturenames", ()) or module in SLOW_MODULES:
+        if "cli" in getattr(item, "fixturenames", ()) or module in SLOW_MODULES or item.get_closest_marker("fuzz"):
             item.add_marker(slow)

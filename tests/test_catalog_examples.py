@@ -27,6 +27,26 @@ def test_bad_example_is_flagged(rule, snippet):
     assert rule.code in codes, f"{rule.file}: bad example not flagged:\n{snippet}"
 
 
+def _spanned():
+    for rule in CATALOG.rules:
+        for i, (snippet, span) in enumerate(zip(rule.bad, rule.bad_spans)):
+            if span is not None:
+                yield pytest.param(rule, snippet, span, id=f"{rule.code}-bad-{i}")
+
+
+@pytest.mark.parametrize("rule,snippet,span", list(_spanned()))
+def test_bad_example_is_flagged_where_it_says(rule, snippet, span):
+    """A `bad` example that states its span (`{ code = ..., span = "L:C-L:C" }`) is flagged there."""
+    spans = [(f.line, f.col, f.end_line, f.end_col) for f in check_source(snippet, "example.py", ALL)
+             if f.code == rule.code]
+    assert span in spans, f"{rule.file}: expected {rule.code} at {span}, found it at {spans}:\n{snippet}"
+
+
+def test_enough_bad_examples_state_their_span():
+    """The rules whose finding could land on more than one part of a line say which part."""
+    assert sum(span is not None for rule in CATALOG.rules for span in rule.bad_spans) >= 8
+
+
 @pytest.mark.parametrize("rule,snippet", list(_cases("good")))
 def test_good_example_is_not_flagged(rule, snippet):
     findings = [f for f in check_source(snippet, "example.py", ALL) if f.code == rule.code]

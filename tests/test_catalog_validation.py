@@ -28,6 +28,10 @@ def _load_with(tmp_path, name, text):
         (lambda t: t + '\n[fix]\nfixer = "cuda_call"\nsafety = "sometimes"\n', "fix.safety"),
         # A fixer or matcher that does not exist fails loading, instead of silently losing the fix.
         (lambda t: t + '\n[fix]\nfixer = "cuda_cal"\nsafety = "safe"\n', "fix.fixer"),
+        # A bad example's stated span must read LINE:COL-END_LINE:END_COL.
+        (lambda t: t.replace("bad = [\n", "bad = [\n{ code = 'x = torch.nested.nested_tensor(a)', span = '1:5' },\n", 1),
+         "examples.bad[0].span"),
+        (lambda t: t.replace("bad = [\n", "bad = [\n{ code = 'x = 1', where = '1:1-1:2' },\n", 1), "examples.bad[0]"),
         (lambda t: re.sub(r"\[\[match\]\]\nnames = \[[^\]]*\]", '[[match]]\nmatcher = "no_such_matcher"\ntrigger = ["x"]', t, count=1), "match[0].matcher"),
     ],
 )

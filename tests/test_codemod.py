@@ -1,7 +1,7 @@
 """The fixes as a LibCST codemod (`python -m libcst.tool codemod -x neuron_lint.codemod.DeviceAgnostic`).
 
 The codemod must rewrite exactly as `neuron-lint fix` does: it is the same implementation
-(`neuron_lint.fixing.fix_text`), with the settings `neuron-lint fix FILE` would use.
+(`neuron_lint.fixes.apply.fix_text`), with the settings `neuron-lint fix FILE` would use.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 libcst = pytest.importorskip("libcst")
 from libcst.codemod import CodemodContext, SkipFile  # noqa: E402
 
-from neuron_lint import fixing  # noqa: E402
+from neuron_lint.fixes import apply as fixing  # noqa: E402
 from neuron_lint.codemod import DeviceAgnostic  # noqa: E402
 from neuron_lint.settings import Settings  # noqa: E402
 

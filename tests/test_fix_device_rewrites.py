@@ -22,7 +22,7 @@ import unittest
 import pytest
 
 from neuron_lint.api import check_source
-from neuron_lint.fixing import fix_text
+from neuron_lint.fixes.apply import fix_text
 from neuron_lint.settings import Settings
 
 CODES = ("NRN202", "NRN205", "NRN206")
@@ -266,6 +266,7 @@ scaler.update()
 """
 
 
+@pytest.mark.slow
 def test_amp_fix_drops_the_import_and_runs_like_cuda_amp_on_the_cpu():
     torch = pytest.importorskip("torch")
     fixed = fix(AMP_SCRIPT)

@@ -9,7 +9,7 @@ import ast
 import pytest
 
 from neuron_lint.catalog import load_catalog
-from neuron_lint.fixing import fix_text
+from neuron_lint.fixes.apply import fix_text
 from neuron_lint.settings import Settings
 
 CATALOG = load_catalog()

@@ -7,7 +7,8 @@ import stat
 import pytest
 
 from neuron_lint import fixing
-from neuron_lint.fixing import fix_file, fix_text
+from neuron_lint.fixes.apply import fix_text
+from neuron_lint.fixing import fix_file
 from neuron_lint.settings import Settings
 
 # The module-level device of a script, as `ruff format` would print it (within 88 columns).

@@ -58,6 +58,7 @@ def _summary(done):
     return [(d.path.rsplit("/", 1)[-1], d.changed, len(d.applied), len(d.remaining), d.diff.count("\n")) for d in done]
 
 
+@pytest.mark.slow
 def test_parallel_fix_gives_the_serial_result(tmp_path, force_pool):
     a, b = _tree(tmp_path / "a"), _tree(tmp_path / "b")
     serial, serial_errors = fix_paths([str(a)], Settings(), write=False, jobs=1)

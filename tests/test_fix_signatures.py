@@ -330,7 +330,7 @@ def test_every_name_in_fixed_examples_exists(name):
 # ------------------------------------------------------------------------------ running what fixes write
 def test_the_device_definitions_run_on_this_cpu_host():
     """The `DEVICE` variable (scripts) and `_current_device()` helper (libraries) a fix writes."""
-    from neuron_lint.fixing import fix_text
+    from neuron_lint.fixes.apply import fix_text
 
     expected = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")
     script = fix_text("import torch\n\nx = torch.ones(2).cuda()\n", "train.py").text

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from neuron_lint.fixes.wrap import wrap_lines
-from neuron_lint.fixing import fix_text
+from neuron_lint.fixes.apply import fix_text
 from neuron_lint.settings import Settings
 
 # one-line statements past 88 columns, as fixes leave them

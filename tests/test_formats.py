@@ -198,9 +198,10 @@ def _run_on_a_terminal(args, cwd):
     return rc, out_path.read_text(), err.decode(errors="replace")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
 def test_progress_bar_only_on_a_terminal_for_big_scans_and_never_with_json(tmp_path):
-    from neuron_lint.progress import MIN_FILES
+    from neuron_lint.cli.progress import MIN_FILES
 
     src = tmp_path / "src"
     src.mkdir()
@@ -223,7 +224,7 @@ def test_progress_bar_only_on_a_terminal_for_big_scans_and_never_with_json(tmp_p
 
 
 def test_progress_is_never_shown_when_stderr_is_not_a_terminal(cli, tmp_path):
-    from neuron_lint.progress import MIN_FILES, wanted
+    from neuron_lint.cli.progress import MIN_FILES, wanted
 
     for i in range(MIN_FILES + 5):
         (tmp_path / f"m{i}.py").write_text("x = 1\n")

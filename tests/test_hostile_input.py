@@ -268,7 +268,7 @@ def test_a_walk_that_hits_the_recursion_limit_is_retried_with_room(monkeypatch):
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(300)  # the walk of 400 levels cannot fit in the calling thread
     try:
-        from neuron_lint import api
+        from neuron_lint import pipeline as api
 
         tree = api.parse(code)  # parse before lowering further
         monkeypatch.setattr(api, "parse", lambda text, path="<string>": tree)
@@ -545,7 +545,7 @@ def test_the_cli_exit_code_with_only_good_files_is_unchanged(tmp_path, cli):
 
 
 def test_an_internal_error_in_one_file_does_not_stop_the_scan(tmp_path, monkeypatch):
-    from neuron_lint import api
+    from neuron_lint import pipeline as api
 
     real = api.analyze_source
 
@@ -615,7 +615,7 @@ def test_fuzz_every_nesting_depth_is_analyzed_or_refused_cleanly(shape):
 
 def test_a_worker_that_dies_does_not_hang_the_scan(tmp_path, monkeypatch):
     """A worker killed for memory (or crashing) must not leave the run waiting forever."""
-    from neuron_lint import api, runner
+    from neuron_lint import pipeline as api, runner
 
     for i in range(12):
         (tmp_path / f"m{i:02}.py").write_text(CUDA + "# padding\n" * 5000)

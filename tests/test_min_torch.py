@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from neuron_lint.config import project_min_torch, resolve
-from neuron_lint.fixing import fix_text
+from neuron_lint.fixes.apply import fix_text
 from neuron_lint.manifests import declared_torch
 
 MEMORY = "import torch\n\ntorch.cuda.empty_cache()\n"  # torch.accelerator.empty_cache: PyTorch 2.9

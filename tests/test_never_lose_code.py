@@ -382,6 +382,7 @@ def test_add_noqa_leaves_a_file_changed_meanwhile_alone(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- big files
+@pytest.mark.slow
 def test_thousands_of_fixes_in_one_file_take_one_pass():
     """Every fix of a big file is carried out in one LibCST transformation (one parse), not one per fix."""
     n = 2000

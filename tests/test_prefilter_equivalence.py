@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_lint import api
+from neuron_lint import pipeline as api
 from neuron_lint.errors import ParseError
 from neuron_lint.index import build_index
 from neuron_lint.prefilter import active, may_match_substring

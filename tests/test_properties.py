@@ -27,7 +27,7 @@ from neuron_lint.api import analyze_source, check_file, check_paths, check_sourc
 from neuron_lint.catalog import load_catalog
 from neuron_lint.errors import ParseError
 from neuron_lint.fixes.edits import apply_edits
-from neuron_lint.fixing import applicable, fix_text
+from neuron_lint.fixes.apply import applicable, fix_text
 from neuron_lint.positions import LineIndex
 from neuron_lint.settings import Settings
 
@@ -119,12 +119,14 @@ def _check_generated(data, program: str) -> None:
     check_never_raises("import torch\nimport torch.cuda as cuda\nfrom torch import *\n" + with_vocabulary(data, program))
 
 
+@pytest.mark.slow
 @QUICK
 @given(program=GRAMMAR_PROGRAMS, data=st.data())
 def test_check_never_raises_on_grammar_programs(program, data):
     _check_generated(data, program)
 
 
+@pytest.mark.slow
 @settings(QUICK, max_examples=10)  # libcst generation is slow; the fuzz campaign runs thousands
 @given(program=hypothesmith.from_node(), data=st.data())
 def test_check_never_raises_on_libcst_programs(program, data):
@@ -282,6 +284,7 @@ def test_fuzz_fixes(program):
     _check_fix_properties(*program)
 
 
+@pytest.mark.slow
 def test_fix_properties_hold_on_the_example_project():
     for path in EXAMPLES:
         _check_fix_properties(path.read_text(), "\n")

@@ -98,12 +98,12 @@ def test_warm_run_does_not_analyze_again(in_project, tmp_path, monkeypatch):
     cache_dir = tmp_path / "cache"
     cold = snapshot(check_paths(["."], settings, jobs=1, cache=Cache(cache_dir, settings)))
 
-    import neuron_lint.api as api
+    import neuron_lint.pipeline as pipeline
 
     def boom(*args, **kwargs):
         raise AssertionError("a cached file was checked again")
 
-    monkeypatch.setattr(api, "check_file", boom)
+    monkeypatch.setattr(pipeline, "check_file", boom)
     assert snapshot(check_paths(["."], settings, jobs=1, cache=Cache(cache_dir, settings))) == cold
 
 

@@ -12,12 +12,12 @@ import pytest
 PROBE = """
 import json, sys
 sys.argv = ["neuron-lint", *json.loads(sys.argv[1])]
-from neuron_lint.entry import main
+from neuron_lint.cli.entry import main
 try:
     main()
 except SystemExit:
     pass
-heavy = ("typer", "rich", "pydantic", "libcst", "neuron_lint.api", "neuron_lint.catalog")
+heavy = ("typer", "rich", "pydantic", "libcst", "neuron_lint.pipeline", "neuron_lint.catalog")
 sys.stderr.write("LOADED " + json.dumps(sorted(m for m in heavy if m in sys.modules)) + "\\n")
 """
 
@@ -39,7 +39,7 @@ def test_concise_check_of_one_file_needs_no_rich_and_no_libcst(tmp_path):
     f.write_text("import torch\nx = torch.ones(2).cuda()\n")
     out, mods = loaded(["check", "--no-cache", "--output-format", "concise", str(f)], tmp_path)
     assert "NRN201" in out
-    assert "neuron_lint.api" in mods  # it did check the file
+    assert "neuron_lint.pipeline" in mods  # it did check the file
     assert not mods & {"rich", "libcst"}
 
 

@@ -160,7 +160,7 @@ def test_a_skipped_named_file_is_no_package_of_the_report(run, tmp_path):
 
 
 def test_the_progress_estimate_waits_for_the_bytes_to_say_something():
-    from neuron_lint.progress import estimate
+    from neuron_lint.cli.progress import estimate
 
     assert estimate(15.0, 50, 10_000) is None  # largest files first: 0.5% of the bytes says nothing yet
     assert estimate(1.0, 5_000, 10_000) is None  # nor does the first second

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_lint.fixing import fix_text
+from neuron_lint.fixes.apply import fix_text
 from neuron_lint.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ import pytest
 
 from neuron_lint.api import check_source
 from neuron_lint.catalog import load_catalog
-from neuron_lint.fixing import fix_text
+from neuron_lint.fixes.apply import fix_text
 from neuron_lint.model import CheckResult
 from neuron_lint.report import build_report
 from neuron_lint.settings import Settings

@@ -1,8 +1,25 @@
-"""Python matchers that belong to one rule each, kept next to that rule's logic.
+"""Python matchers, one module per rule (or per family of closely related ones).
 
-Each module registers its matchers in :data:`neuron_lint.matchers.MATCHERS` when imported;
-:mod:`neuron_lint.matchers` imports them all.
+Each module registers its matchers in :data:`neuron_lint.matchers.MATCHERS` when imported; importing
+this package imports them all. A matcher uses only the public API of
+:class:`neuron_lint.semantic.SemanticModel`.
 """
 
-from . import device_comparison  # noqa: E402,F401  (registers its matcher)
-from . import xla  # noqa: E402,F401  (registers the legacy-XLA matchers)
+from . import (  # noqa: F401  (each registers its matchers)
+    compile_settings,
+    complex_dtype,
+    cuda_environment,
+    cuda_extension,
+    cuda_module_reference,
+    cuda_string_indirect,
+    ddp_device_ids,
+    device_comparison,
+    device_strings,
+    float64,
+    generate_cache,
+    grad_scaler,
+    inductor_options,
+    int64_range,
+    tensor_is_cuda,
+    xla,
+)

@@ -71,7 +71,7 @@ def _subject(cmp: ast.Compare) -> str:
 
 
 @matcher(ast.If, ast.IfExp, ast.While, ast.Call)
-def cuda_device_comparison(analyzer, node) -> Iterable[tuple[ast.AST, str]]:
+def cuda_device_comparison(model, node) -> Iterable[tuple[ast.AST, str]]:
     """A comparison with "cuda" in a condition whose branch, keyword or skip is device-specific."""
     if isinstance(node, ast.Call):
         func = node.func

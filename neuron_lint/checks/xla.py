@@ -53,13 +53,13 @@ def _strings(node) -> Iterable[ast.Constant]:
         yield from _strings(node.orelse)
 
 
-def _claims(analyzer, call: ast.Call) -> dict[int, tuple[str, ast.Constant]]:
+def _claims(model, call: ast.Call) -> dict[int, tuple[str, ast.Constant]]:
     """The XLA strings of one call that belong to a rule other than the device-string one."""
-    memo = analyzer.__dict__.setdefault("_xla_claims", {})
+    memo = model.notes.setdefault("xla_claims", {})
     if id(call) in memo:
         return memo[id(call)]
     found: dict[int, tuple[str, ast.Constant]] = {}
-    qual = analyzer.qualname(call.func) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+    qual = model.qualname(call.func) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
     if qual in _DIST_INIT or qual in _NEW_GROUP:
         backend = _arg(call, 0 if qual in _DIST_INIT else 2, "backend")
         for s in _strings(backend):
@@ -77,54 +77,54 @@ def _claims(analyzer, call: ast.Call) -> dict[int, tuple[str, ast.Constant]]:
             if s.value == "xla":
                 found[id(s)] = ("autocast", s)
     memo[id(call)] = found
-    analyzer.__dict__.setdefault("_xla_claimed", set()).update(found)
+    model.notes.setdefault("xla_claimed", set()).update(found)
     return found
 
 
-def _claimed(analyzer, kind: str, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
-    for what, s in _claims(analyzer, node).values():
+def _claimed(model, kind: str, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+    for what, s in _claims(model, node).values():
         if what == kind or (kind == "backend" and what == "init_method"):
             yield s, s.value
 
 
 @matcher(ast.Call)
-def xla_process_group(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+def xla_process_group(model, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
     """``init_process_group("xla")`` / ``init_method="xla://"`` / ``new_group(..., backend="xla")``."""
-    yield from _claimed(analyzer, "backend", node)
+    yield from _claimed(model, "backend", node)
 
 
 @matcher(ast.Call)
-def xla_compile_backend(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+def xla_compile_backend(model, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
     """``torch.compile(backend="openxla")`` and the other XLA dynamo backends."""
-    yield from _claimed(analyzer, "compile", node)
+    yield from _claimed(model, "compile", node)
 
 
 @matcher(ast.Call)
-def xla_autocast(analyzer, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+def xla_autocast(model, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
     """``torch.autocast("xla")`` / ``torch.autocast(device_type="xla")``."""
-    yield from _claimed(analyzer, "autocast", node)
+    yield from _claimed(model, "autocast", node)
 
 
 @matcher(ast.Call, ast.Constant)
-def xla_device_string(analyzer, node) -> Iterable[tuple[ast.AST, str]]:
+def xla_device_string(model, node) -> Iterable[tuple[ast.AST, str]]:
     """Any other ``"xla"`` / ``"xla:0"`` string: a device, a device type, a comparison with one."""
     if isinstance(node, ast.Call):
-        _claims(analyzer, node)  # let the call claim its backend strings before they are visited
+        _claims(model, node)  # let the call claim its backend strings before they are visited
         return
     value = node.value
-    if isinstance(value, str) and DEVICE_STRING.match(value) and id(node) not in analyzer.__dict__.get("_xla_claimed", ()):
+    if isinstance(value, str) and DEVICE_STRING.match(value) and id(node) not in model.notes.get("xla_claimed", ()):
         yield node, value
 
 
 @matcher(ast.Constant)
-def xla_bf16_env(analyzer, node: ast.Constant) -> Iterable[tuple[ast.AST, str]]:
+def xla_bf16_env(model, node: ast.Constant) -> Iterable[tuple[ast.AST, str]]:
     """``XLA_USE_BF16`` / ``XLA_DOWNCAST_BF16`` named anywhere as a string."""
     if node.value in BF16_ENV:
         yield node, node.value
 
 
 @matcher(ast.Constant)
-def xla_env_var(analyzer, node: ast.Constant) -> Iterable[tuple[ast.AST, str]]:
+def xla_env_var(model, node: ast.Constant) -> Iterable[tuple[ast.AST, str]]:
     """An XLA/PJRT runtime environment variable named as a string (``PJRT_DEVICE``, ``XLA_FLAGS``...)."""
     value = node.value
     if isinstance(value, str) and value not in BF16_ENV and XLA_ENV.match(value):
@@ -132,7 +132,7 @@ def xla_env_var(analyzer, node: ast.Constant) -> Iterable[tuple[ast.AST, str]]:
 
 
 @matcher(ast.Constant)
-def neuron_cc_xla_flags(analyzer, node: ast.Constant) -> Iterable[tuple[ast.AST, str]]:
+def neuron_cc_xla_flags(model, node: ast.Constant) -> Iterable[tuple[ast.AST, str]]:
     """A ``NEURON_CC_FLAGS`` token the native backend handles itself (cache dir, retries, auto-cast)."""
     value = node.value
     if isinstance(value, str) and "--" in value:
@@ -148,24 +148,24 @@ _NEURON_FIRST_ARG = _DIST_INIT | _AUTOCAST | {
 }
 
 
-def _imports_xla(analyzer) -> bool:
-    return bool(analyzer.__dict__.get("_xla_imported"))
+def _imports_xla(model) -> bool:
+    return bool(model.notes.get("xla_imported"))
 
 
 @matcher(ast.Import, ast.ImportFrom, ast.Call)
-def xla_mixed_workload(analyzer, node) -> Iterable[tuple[ast.AST, str]]:
+def xla_mixed_workload(model, node) -> Iterable[tuple[ast.AST, str]]:
     """The native ``neuron`` device or backend in a module that imports ``torch_xla`` unguarded."""
     if isinstance(node, ast.Import):
-        if analyzer._guard_depth == 0 and any(a.name.split(".")[0] == "torch_xla" for a in node.names):
-            analyzer.__dict__["_xla_imported"] = True
+        if not model.guarded and any(a.name.split(".")[0] == "torch_xla" for a in node.names):
+            model.notes["xla_imported"] = True
         return
     if isinstance(node, ast.ImportFrom):
-        if analyzer._guard_depth == 0 and not node.level and (node.module or "").split(".")[0] == "torch_xla":
-            analyzer.__dict__["_xla_imported"] = True
+        if not model.guarded and not node.level and (node.module or "").split(".")[0] == "torch_xla":
+            model.notes["xla_imported"] = True
         return
-    if not _imports_xla(analyzer):
+    if not _imports_xla(model):
         return
-    qual = analyzer.qualname(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
+    qual = model.qualname(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
     first = qual in _NEURON_FIRST_ARG or (isinstance(node.func, ast.Attribute) and node.func.attr == "to" and qual is None)
     values = [*(node.args[:1] if first else ()), *(k.value for k in node.keywords if k.arg in ("device", "device_type", "backend"))]
     for v in values:

@@ -10,9 +10,14 @@ A rule's ``[fix]`` table names a fixer. Each fixer lives in its own module of
   output needs the exact edits): receives the LibCST node the plan targeted and returns the
   replacement node, built with LibCST, never by splicing strings into the source.
 
-Modules here, in the order a fix flows: :mod:`.plan` (the ast-side context), :mod:`.rewrite`
-(one LibCST parse and transformation per pass), :mod:`.scope` (the device a rewritten site
-refers to, and the module-level definitions it needs), :mod:`.edits` (minimal text edits).
+Modules here, in the order a fix flows: :mod:`.plan` (the ast-side context), :mod:`.apply` (fix a
+module's text to a fixed point), :mod:`.rewrite` (one LibCST parse and transformation per pass),
+:mod:`.scope` (the device a rewritten site refers to, and the module-level definitions it needs),
+:mod:`.edits` (minimal text edits), :mod:`.decline` (what a ``rewrite`` raises to leave a site
+alone). Helpers the fixers share: :mod:`.nodes` (LibCST node builders), :mod:`.keyword_args`,
+:mod:`.guards`, :mod:`.wrap`, and the device-string ones: :mod:`.device_literal` (plan and rewrite
+one CUDA device string), :mod:`.device_forms`, :mod:`.device_choice`, :mod:`.device_idiom`,
+:mod:`.device_lists`, :mod:`.device_defaults`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,25 @@
-"""Small LibCST node builders the fixers share (keyword arguments, f-strings, string literals)."""
+"""Small LibCST node builders the fixers share (attributes, keyword arguments, f-strings, string literals)."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 NO_SPACE = cst.SimpleWhitespace("")
+
+
+def attribute(value: cst.BaseExpression | str, name: str) -> cst.Attribute:
+    """``value.name``; ``value`` is a node, or a plain name given as a string."""
+    return cst.Attribute(value=cst.Name(value) if isinstance(value, str) else value, attr=cst.Name(name))
+
+
+def renamed(node: cst.Attribute, name: str) -> cst.Attribute:
+    """The attribute ``node`` naming ``name`` instead (its value and spacing kept)."""
+    return node.with_changes(attr=cst.Name(name))
+
+
+def renamed_method(call: cst.Call, name: str) -> cst.Call:
+    """``obj.old(...)`` -> ``obj.name(...)``: the call with its method renamed."""
+    return call.with_changes(func=renamed(call.func, name))
 
 
 def keyword(name: str, value: cst.BaseExpression, like: cst.Arg | None = None) -> cst.Arg:

@@ -26,12 +26,10 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from ..model import Finding
 from ..settings import Settings
 from . import load_fixer
+from .decline import Decline
 from .edits import minimal_edits
+from .nodes import attribute
 from .scope import DeviceDefinitions, torch_alias
-
-
-class Decline(Exception):
-    """Raised by a fixer's ``rewrite`` that finds, on the concrete tree, that it cannot proceed."""
 
 
 @dataclass
@@ -105,7 +103,7 @@ class RewriteContext:
             head = self.torch_name(site)
         node: cst.BaseExpression = cst.Name(head)
         for part in rest.split(".") if rest else ():
-            node = cst.Attribute(value=node, attr=cst.Name(part))
+            node = attribute(node, part)
         return node
 
     def expression(self, template: str, **nodes) -> cst.BaseExpression:
@@ -125,7 +123,7 @@ class RewriteContext:
         dev = self.device(site, data)
         if isinstance(dev, cst.SimpleString):
             return dev
-        return cst.Attribute(value=dev, attr=cst.Name("type"))
+        return attribute(dev, "type")
 
     # ------------------------------------------------------------------ the end
     def finish(self, tree: cst.Module) -> cst.Module:

@@ -29,6 +29,7 @@ import re
 import libcst as cst
 from libcst.metadata import FunctionScope
 
+from .decline import Decline
 from .plan import DEVICE_HELPER, DEVICE_VAR
 
 _VARIABLE = """{name} = (
@@ -110,8 +111,6 @@ class DeviceDefinitions:
         if how == "library":
             self.helper = True
             return cst.Call(func=cst.Name(DEVICE_HELPER))
-        from .rewrite import Decline
-
         raise Decline("no device was planned for this site")
 
     def _local_device(self, site: cst.CSTNode) -> str:

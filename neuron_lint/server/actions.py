@@ -4,7 +4,7 @@ A quick fix carries out one finding's fix with the minimal edits of that fix alo
 ``Fix.edits``). Unsafe fixes are offered only when the settings allow them (``unsafe-fixes`` in the
 configuration file, or ``unsafeFixes`` from the editor), and say "(unsafe)" in their title.
 
-"Fix all" runs the project's fix pipeline to a fixed point (:func:`neuron_lint.fixing.fix_text`,
+"Fix all" runs the project's fix pipeline to a fixed point (:func:`neuron_lint.fixes.apply.fix_text`,
 what ``neuron-lint fix`` writes) and is offered twice: as ``source.fixAll.neuron-lint`` (for
 "fix on save" and the source action menu) and as a quick fix next to the single ones.
 

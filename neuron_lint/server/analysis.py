@@ -80,7 +80,7 @@ class Engine:
 
     def analyze(self, unit: Unit, with_fixes: bool = False) -> Analysis:
         """Check a unit's text as it is in the editor (planning the fixes too, if asked)."""
-        from ..api import check_source
+        from ..pipeline import check_source
 
         doc_settings = self.settings.for_path(unit.path, self.root)
         view = view_of(unit, self.encoding)
@@ -111,7 +111,7 @@ class Engine:
         (a shared import or device definition goes to the first fix only), which is right for
         applying them all but not for applying one.
         """
-        from ..api import parse
+        from ..pipeline import parse
         from ..fixes.rewrite import with_edits
 
         wanted = findings[:MAX_QUICK_FIXES]
@@ -144,7 +144,7 @@ class Engine:
     def fix_all(self, analysis: Analysis) -> str | None:
         """The module text with every allowed fix applied, as ``neuron-lint fix`` would write it;
         None when nothing changes or the fix pipeline fails."""
-        from ..fixing import fix_text
+        from ..fixes.apply import fix_text
 
         if analysis.error is not None or analysis.skipped or not analysis.fixable:
             return None

@@ -10,7 +10,7 @@
   imported: in a library module that would probe the device at import, so it is only rewritten in
   scripts, inside functions, or with ``--device neuron``;
 - ``torch.autocast("cuda")`` / ``device_type="cuda"`` / ``GradScaler("cuda")`` -> the device type
-  (see :mod:`.device_string`);
+  (see :mod:`neuron_lint.fixes.device_literal`);
 - ``from torch.cuda.amp import autocast, GradScaler``: rewriting a use asks LibCST to drop the
   import once nothing uses the name (so it disappears in the same run); the import finding itself
   is fixed (removed) only when none of its names is used.
@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import ast
 
-from .device_string import _runs_at_import, device_data, plan_literal
+from ..device_choice import device_data, runs_at_import
+from ..device_literal import plan_device_type
 
 _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 _APIS = {
@@ -76,7 +77,7 @@ class Amp:
         if m.kind == "imports":
             return self._plan_import(ctx, hit)
         if m.kind == "calls":  # torch.autocast("cuda") / device_type="cuda" / torch.amp.GradScaler("cuda")
-            return plan_literal(ctx, hit, hit.node, "Use the current accelerator's device type")
+            return plan_device_type(ctx, hit, hit.node)
         api = _APIS.get(hit.subject)
         if api is None:
             return None
@@ -111,7 +112,7 @@ class Amp:
         if call is not None and (any(isinstance(a, ast.Starred) for a in call.args)
                                  or any(k.arg in (None, "device_type") for k in call.keywords)):
             return None
-        if not ctx.neuron and _runs_at_import(ctx, target) and not ctx.is_script and ctx.device_variable is None:
+        if not ctx.neuron and runs_at_import(ctx, target) and not ctx.is_script and ctx.device_variable is None:
             ctx.note(hit, f"not rewritten: `torch.amp.{api}` needs the device type when the decorated function is "
                           "defined, here when the module is imported, and a library module must not probe the "
                           "device then. Write `device_type=\"neuron\"` for Trainium (`device_type=\"cuda\"` keeps "
@@ -143,8 +144,8 @@ class Amp:
     def rewrite(self, rx, original, updated, data):
         import libcst as cst
 
+        from ..device_literal import rewrite_literal
         from ..nodes import keyword, with_keyword
-        from .device_string import rewrite_literal
 
         mode = data.get("mode")
         if mode == "import":
@@ -170,7 +171,7 @@ class Amp:
         if mode == "autocast":
             positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
             if len(positional) > len(_AUTOCAST_POSITIONAL):
-                from ..rewrite import Decline
+                from ..decline import Decline
 
                 raise Decline("`autocast` takes at most three positional arguments")
             for name, i in zip(_AUTOCAST_POSITIONAL, positional):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 
 from ...project_style import DEFAULT_LINE_LENGTH
-from .keyword_false import module_comments
+from ..keyword_args import module_comments
 
 _SDP_PARAMS = ("enable_flash", "enable_math", "enable_mem_efficient", "enable_cudnn")
 #: sdp_kernel's own order of appending backends.
@@ -194,7 +194,7 @@ class BackendFlags:
     def rewrite(self, rx, original, updated, data):
         import libcst as cst
 
-        from ..rewrite import Decline
+        from ..decline import Decline
 
         if "backends" in data:
             return self._rewrite_sdp_kernel(rx, original, updated, data)
@@ -231,6 +231,8 @@ class BackendFlags:
         import libcst as cst
         from libcst.codemod.visitors import AddImportsVisitor
 
+        from ..nodes import attribute
+
         if data["names"] == "import":
             AddImportsVisitor.add_needed_import(rx.codemod, "torch.nn.attention", "SDPBackend")
             AddImportsVisitor.add_needed_import(rx.codemod, "torch.nn.attention", "sdpa_kernel")
@@ -241,7 +243,7 @@ class BackendFlags:
             enum = rx.dotted("torch.nn.attention.SDPBackend", original)
         if data.get("unimport"):
             rx.remove_import_if_unused("torch.backends.cuda", data["unimport"])
-        members = [cst.Attribute(value=enum, attr=cst.Name(b)) for b in data["backends"]]
+        members = [attribute(enum, b) for b in data["backends"]]
         one_line = updated.with_changes(func=func, args=[cst.Arg(value=_list(members))])
         # Keep within the line length (black's layout): the list on its own line, then one per line.
         pos = rx.position(original)

@@ -103,7 +103,8 @@ def _device_idiom_plan(ctx, hit, call):
     """``"cuda" if torch.cuda.is_available() else "cpu"`` where no rule reports the ``"cuda"`` (it is
     stored in a name that does not look like a device, passed as ``default=``...): the guard and
     the string it chooses are one rewrite, as NRN202 does it."""
-    from .device_string import _plan_guard, literal_kind
+    from ..device_forms import literal_kind
+    from ..device_idiom import plan_guard
 
     guard, child = ctx.parent(call), call
     if isinstance(guard, ast.UnaryOp) and isinstance(guard.op, ast.Not):
@@ -113,13 +114,13 @@ def _device_idiom_plan(ctx, hit, call):
     literal = guard.orelse if child is not call else guard.body
     kind = literal_kind(literal)
     if kind is None and isinstance(literal, (ast.List, ast.Tuple, ast.BinOp)):
-        from .device_string import plan_device_list
+        from ..device_lists import plan_device_list
 
         return plan_device_list(ctx, hit, guard, literal, negated=child is not call)
     if kind not in ("plain", "indexed") or id(literal) in ctx.flagged:
         return None
-    return _plan_guard(ctx, hit, literal, guard, kind, "Use the current accelerator instead of CUDA",
-                       fixer="device_string")
+    return plan_guard(ctx, hit, literal, guard, kind, "Use the current accelerator instead of CUDA",
+                      fixer="device_string")
 
 
 class CudaApi:
@@ -213,10 +214,12 @@ class CudaApi:
     def _target(rx, original, updated, data):
         import libcst as cst
 
+        from ..nodes import attribute
+
         target = data["target"]
         if target.startswith("torch.get_device_module()."):
             head = rx.expression("{t}.get_device_module()", t=rx.dotted("torch", original))
-            new = cst.Attribute(value=head, attr=cst.Name(target.rsplit(".", 1)[1]))
+            new = attribute(head, target.rsplit(".", 1)[1])
         else:
             new = rx.dotted(target, original)
         if isinstance(updated, cst.Name):

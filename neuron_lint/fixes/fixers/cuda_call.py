@@ -46,7 +46,13 @@ class CudaCall:
     def rewrite(self, rx, original, updated, data):
         import libcst as cst
 
-        from ..nodes import device_string_with_index, is_none, quote_of, with_keyword
+        from ..nodes import (
+            device_string_with_index,
+            is_none,
+            quote_of,
+            renamed_method,
+            with_keyword,
+        )
 
         args = list(updated.args)
         index_at = next((i for i, a in enumerate(args) if a.keyword is None or a.keyword.value == "device"), None)
@@ -65,7 +71,7 @@ class CudaCall:
         # `.cuda(i, True)`: the second positional argument is non_blocking, which `.to` takes by keyword.
         if len(args) > 1 and args[1].keyword is None:
             args[1] = with_keyword(args[1], "non_blocking")
-        return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to")), args=args)
+        return renamed_method(updated, "to").with_changes(args=args)
 
 
 FIXER = CudaCall()

@@ -3,7 +3,7 @@
 
 - a device string (``add_argument("--device", default="cuda")``, ``getattr(args, "device",
   "cuda")``, ``loc = f"cuda:{gpu}"``, ``def load(path, dev="cuda")``) is planned as NRN202 plans
-  one (:func:`.device_string.plan_literal`): the same string forms, the same device choice, the
+  one (:func:`neuron_lint.fixes.device_literal.plan_literal`): the same string forms, the same device choice, the
   same traps left with a note;
 - ``"nccl"`` (or ``"NCCL"``) stored or given as a default -> ``dist.get_default_backend_for_device(DEVICE)``,
   as NRN206 rewrites ``backend="nccl"``: NCCL on a GPU, ``neuron`` on Trainium, gloo on a CPU-only
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import ast
 
-from .device_string import literal_kind, plan_literal
+from ..device_forms import literal_kind
+from ..device_literal import plan_literal
 from .distributed import plan_backend
 
 
@@ -36,7 +37,7 @@ class CudaStringIndirect:
         return plan_backend(ctx, hit, node, fixer="distributed")
 
     def rewrite(self, rx, original, updated, data):
-        from .device_string import rewrite_literal
+        from ..device_literal import rewrite_literal
 
         return rewrite_literal(rx, original, updated, data)
 

@@ -3,7 +3,7 @@
 - ``backend="nccl"`` -> ``dist.get_default_backend_for_device(DEVICE)`` (PyTorch 2.6; written with
   the module's own alias of ``torch.distributed``): NCCL on a GPU, the registered backend on
   Trainium (``neuron``), gloo on a CPU-only host. With ``--device neuron``: ``"neuron"``;
-- ``init_device_mesh("cuda", ...)`` -> ``init_device_mesh(DEVICE.type, ...)`` (see :mod:`.device_string`);
+- ``init_device_mesh("cuda", ...)`` -> ``init_device_mesh(DEVICE.type, ...)`` (see :mod:`neuron_lint.fixes.device_literal`);
 - ``DistributedDataParallel(model, device_ids=[local_rank], output_device=local_rank)`` ->
   ``device_ids=[local_rank] if DEVICE.type != "cpu" else None``. In PyTorch 2.13 DDP takes one
   device index for a single-device module on any accelerator (it moves the inputs to
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import ast
 
-from .device_string import device_data, plan_literal
+from ..device_choice import device_data
+from ..device_literal import plan_device_type
 
 
 def _dist_alias(ctx) -> str:
@@ -44,20 +45,19 @@ class Distributed:
     name = "distributed"
 
     def plan(self, ctx, hit):
-        m = hit.match
-        if m.kind == "matcher":
+        if hit.match.kind == "matcher":
             return self._plan_ddp(ctx, hit)
-        keyword = m.arg.keyword if m.arg else None
-        node = hit.node
-        if keyword == "backend":
-            if not (isinstance(node, ast.Constant) and node.value == "nccl"):
-                ctx.note(hit, "not rewritten: a backend string naming devices (`cpu:gloo,cuda:nccl`) needs a "
-                              "`neuron:neuron` entry added by hand")
-                return None
-            return plan_backend(ctx, hit, node)
+        arg, node = hit.match.arg, hit.node
+        keyword = arg.keyword if arg else None
         if keyword == "device_type":
-            return plan_literal(ctx, hit, node, "Use the current accelerator's device type")
-        return None
+            return plan_device_type(ctx, hit, node)
+        if keyword != "backend":
+            return None
+        if not (isinstance(node, ast.Constant) and node.value == "nccl"):
+            ctx.note(hit, "not rewritten: a backend string naming devices (`cpu:gloo,cuda:nccl`) needs a "
+                          "`neuron:neuron` entry added by hand")
+            return None
+        return plan_backend(ctx, hit, node)
 
     def _plan_ddp(self, ctx, hit):
         ids = hit.node
@@ -87,7 +87,8 @@ class Distributed:
     def rewrite(self, rx, original, updated, data):
         import libcst as cst
 
-        from .device_string import rewrite_literal
+        from ..device_literal import rewrite_literal
+        from ..nodes import attribute
 
         mode = data.get("mode")
         if mode == "neuron":
@@ -96,7 +97,7 @@ class Distributed:
         if mode == "backend":
             alias = data.get("dist")
             if alias:
-                func = cst.Attribute(value=cst.Name(alias), attr=cst.Name("get_default_backend_for_device"))
+                func = attribute(alias, "get_default_backend_for_device")
             else:
                 func = rx.dotted("torch.distributed.get_default_backend_for_device", original)
             return cst.Call(func=func, args=[cst.Arg(rx.device(original, data))])
@@ -125,7 +126,7 @@ class Distributed:
         if dropped is not None and updated.args[-1] is dropped and args:
             args[-1] = args[-1].with_changes(comma=dropped.comma)
         if not any(a.keyword is not None and a.keyword.value == "device_ids" for a in args):
-            from ..rewrite import Decline
+            from ..decline import Decline
 
             raise Decline("the call has no `device_ids` keyword")
         return updated.with_changes(args=args)

@@ -9,7 +9,7 @@ be lost: then nothing is removed and the finding says why.
 
 from __future__ import annotations
 
-from .keyword_false import comment_between, find_arg, keyword_holding
+from ..keyword_args import KeywordFixer, comment_between
 
 
 def _has_comment(*nodes) -> bool:
@@ -22,13 +22,10 @@ def _has_comment(*nodes) -> bool:
     return False
 
 
-class DropKeyword:
+class DropKeyword(KeywordFixer):
     name = "drop_keyword"
 
-    def plan(self, ctx, hit):
-        kw = keyword_holding(hit.call, hit.node)
-        if kw is None:
-            return None
+    def plan_keyword(self, ctx, hit, kw):
         call = hit.call
         args = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
         i = next(j for j, a in enumerate(args) if a is kw)
@@ -44,12 +41,9 @@ class DropKeyword:
             return None
         return ctx.propose(hit, call, "Call", f"Remove `{kw.arg}=`", {"keyword": kw.arg})
 
-    def rewrite(self, rx, original, updated, data):
-        from ..rewrite import Decline
+    def rewrite_arg(self, updated, arg, i, name):
+        from ..decline import Decline
 
-        arg, i = find_arg(updated, data["keyword"])
-        if arg is None:
-            raise Decline(f"the call no longer passes `{data['keyword']}=`")
         args = list(updated.args)
         lost = [arg]  # the argument with its comma and the space after it
         if i == len(args) - 1 and i > 0:
@@ -57,7 +51,7 @@ class DropKeyword:
             lost += [before.comma, before.whitespace_after_arg]
             args[i - 1] = before.with_changes(comma=arg.comma, whitespace_after_arg=arg.whitespace_after_arg)
         if _has_comment(*lost):
-            raise Decline(f"a comment next to `{data['keyword']}=` would be lost; remove the argument by hand")
+            raise Decline(f"a comment next to `{name}=` would be lost; remove the argument by hand")
         del args[i]
         return updated.with_changes(args=args)
 

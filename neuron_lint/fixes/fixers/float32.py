@@ -25,7 +25,7 @@ import fnmatch
 import os
 import re
 
-from .keyword_false import module_comments
+from ..keyword_args import module_comments
 
 _RENAMED = {"float64": "float32", "double": "float32", "DoubleTensor": "FloatTensor"}
 _FLOAT_DTYPES = {"float64", "double", "float32", "float", "float16", "half", "bfloat16", "float8_e4m3fn",
@@ -304,14 +304,15 @@ class Float32:
     def rewrite(self, rx, original, updated, data):
         import libcst as cst
 
-        from ..rewrite import Decline
+        from ..decline import Decline
+        from ..nodes import renamed, renamed_method
 
         if "attr" in data:
-            return updated.with_changes(attr=cst.Name(data["attr"]))
+            return renamed(updated, data["attr"])
         if "method" in data:
             if not isinstance(updated.func, cst.Attribute):
                 raise Decline("the call is no longer a method call")
-            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name(data["method"])))
+            return renamed_method(updated, data["method"])
         if "string" in data:
             if updated.evaluated_value not in ("float64", "double"):
                 raise Decline("the string is not a plain dtype name")

@@ -224,7 +224,7 @@ class IsCuda:
     def rewrite(self, rx, original, updated, data):
         import libcst as cst
 
-        from ..rewrite import Decline
+        from ..decline import Decline
 
         attr = updated.expression if data.get("negated") else updated
         if not (isinstance(attr, cst.Attribute) and attr.attr.value == "is_cuda"):

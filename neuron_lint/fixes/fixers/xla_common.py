@@ -50,11 +50,11 @@ def dist_alias(ctx) -> str:
 
 
 def dist_func(rx, data, attr: str, site):
-    import libcst as cst
+    from ..nodes import attribute
 
     alias = data.get("dist")
     if alias:
-        return cst.Attribute(value=cst.Name(alias), attr=cst.Name(attr))
+        return attribute(alias, attr)
     return rx.dotted(f"torch.distributed.{attr}", site)
 
 

@@ -33,7 +33,7 @@ class XlaCompile:
         args = list(updated.args)
         at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "backend"), None)
         if at is None:
-            from ..rewrite import Decline
+            from ..decline import Decline
 
             raise Decline("no `backend=` keyword")
         dropped = args.pop(at)

@@ -179,7 +179,7 @@ class XlaDistributed:
         import libcst as cst
         from libcst.helpers import parse_template_statement
 
-        from ..nodes import quote_of, string
+        from ..nodes import attribute, quote_of, string
 
         mode = data.get("mode")
         drop_import(rx, data)
@@ -213,7 +213,7 @@ class XlaDistributed:
             for a in updated.args[1:]:
                 if a.keyword is not None and a.keyword.value == "optimizer_args":
                     args.append(cst.Arg(value=a.value, star="**"))
-            return cst.Call(func=cst.Attribute(value=opt, attr=cst.Name("step")), args=args)
+            return cst.Call(func=attribute(opt, "step"), args=args)
         if mode == "spawn":
             fn = updated.args[0].value
             new_args = [cst.Arg(env_int(rx, data["var"], 0))]
@@ -228,7 +228,7 @@ class XlaDistributed:
                 new_args[i] = new_args[i].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             new_args[-1] = new_args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return cst.Call(func=fn, args=new_args)
-        from ..rewrite import Decline
+        from ..decline import Decline
 
         raise Decline(f"unknown mode {mode}")
 

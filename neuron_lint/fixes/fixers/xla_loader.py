@@ -103,6 +103,8 @@ class XlaLoader:
     def rewrite(self, rx, original, updated, data):
         import libcst as cst
 
+        from ..nodes import attribute
+
         func_code, name = data["func"], data.get("name")
         module = rx.module.tree
         found = {"device": None}
@@ -134,8 +136,7 @@ class XlaLoader:
                 names = [e.value for e in target.elements]
                 dev = found["device"]
                 lhs = cst.Tuple([cst.Element(cst.Name(n.value)) for n in names], lpar=[], rpar=[])
-                rhs = cst.Tuple([cst.Element(cst.Call(func=cst.Attribute(value=cst.Name(n.value), attr=cst.Name("to")),
-                                                      args=[cst.Arg(dev)])) for n in names], lpar=[], rpar=[])
+                rhs = cst.Tuple([cst.Element(cst.Call(func=attribute(n.value, "to"), args=[cst.Arg(dev)])) for n in names], lpar=[], rpar=[])
                 if len(names) == 1:
                     lhs, rhs = cst.Name(names[0].value), rhs.elements[0].value
                 assign = cst.SimpleStatementLine([cst.Assign(targets=[cst.AssignTarget(lhs)], value=rhs)])
@@ -144,7 +145,7 @@ class XlaLoader:
 
         new = updated.visit(Unwrap())
         if found["device"] is None:
-            from ..rewrite import Decline
+            from ..decline import Decline
 
             raise Decline("the MpDeviceLoader call was not found")
         mover = Move()

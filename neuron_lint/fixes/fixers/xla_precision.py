@@ -67,7 +67,7 @@ class XlaPrecision:
         at = next((i for i, a in enumerate(args) if (a.keyword is None and i == 0) or
                    (a.keyword is not None and a.keyword.value == "device_type")), None)
         if at is None:
-            from ..rewrite import Decline
+            from ..decline import Decline
 
             raise Decline("no device argument")
         dev = rx.device_type(original, data)

@@ -7,9 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from . import cli_options as opt
-from .cli import EXIT_ERROR, EXIT_OK, app, fail, user_facing_errors
-from .render.safe_output import err_line
+from . import options as opt
+from .typer_app import EXIT_ERROR, EXIT_OK, app, fail, user_facing_errors
+from ..render.safe_output import err_line
 
 REPORT_FORMATS_HELP = "terminal (default), markdown, html or json."
 
@@ -39,12 +39,12 @@ def report_cmd(
     be read or parsed (the report is still written and lists it).
     """
     with user_facing_errors(verbose):
-        from .api import check_paths, iter_files
-        from .check_command import open_cache, report_errors, warn_if_nothing_checked
-        from .config import ConfigError, from_command_line
-        from .config_tree import SettingsTree
-        from .discovery import Missing, Skipped
-        from .report import build_report, get_report_renderer
+        from ..runner import check_paths, iter_files
+        from .check import open_cache, report_errors, warn_if_nothing_checked
+        from ..config import ConfigError, from_command_line
+        from ..config_tree import SettingsTree
+        from ..discovery import Missing, Skipped
+        from ..report import build_report, get_report_renderer
 
         roots = paths or ["."]
         try:

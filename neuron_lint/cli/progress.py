@@ -31,7 +31,7 @@ def estimate(elapsed: float, done_bytes: int, total_bytes: int) -> float | None:
 
 
 def wanted(output_format: str, quiet: bool, stream: TextIO | None = None) -> bool:
-    from .render import MACHINE_FORMATS
+    from ..render import MACHINE_FORMATS
 
     stream = stream if stream is not None else sys.stderr
     try:
@@ -47,7 +47,7 @@ def _noop(n: int, nbytes: int = 0) -> None:
 
 @contextmanager
 def progress_bar(enabled: bool, stream: TextIO | None = None) -> Iterator[Callable[[int], Advance] | None]:
-    """Yields ``start(total, total_bytes) -> advance(n, nbytes)`` for :func:`neuron_lint.api.check_paths`,
+    """Yields ``start(total, total_bytes) -> advance(n, nbytes)`` for :func:`neuron_lint.runner.check_paths`,
     or None when off."""
     if not enabled:
         yield None

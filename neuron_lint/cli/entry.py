@@ -1,5 +1,5 @@
 """The console-script entry point, kept tiny: ``neuron-lint --version`` answers without importing
-the command-line framework (typer, click, rich); everything else goes to :mod:`neuron_lint.cli`."""
+the command-line framework (typer, click, rich); everything else goes to :mod:`neuron_lint.cli.commands`."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import sys
 
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
-        from . import __version__
-        from .render.safe_output import finish, install
+        from .. import __version__
+        from ..render.safe_output import finish, install
 
         install()
         sys.stdout.write(f"neuron-lint {__version__}\n")
         raise SystemExit(finish(0))
-    from .cli import main as cli_main
+    from .commands import main as cli_main
 
     cli_main()

@@ -10,7 +10,10 @@ the file is left alone with an error.
 
 from __future__ import annotations
 
-from .manifests import _NOQA_RE, check_manifest_text, scan_text, tomllib
+from .checks import check_manifest_text
+from .entries import tomllib
+from .kinds import scan_text
+from .suppression import with_codes
 
 #: Manifest kinds a ``# noqa`` comment can be added to.
 KINDS = ("requirements", "pyproject", "conda")
@@ -18,22 +21,6 @@ KINDS = ("requirements", "pyproject", "conda")
 
 class ManifestNoqaError(ValueError):
     """No ``# noqa`` can be written safely (the file is left alone)."""
-
-
-def _with_codes(body: str, codes: set[str]) -> tuple[str, int]:
-    """``body`` (a line without its end) with ``codes`` in its ``# noqa``, and how many were added."""
-    m = _NOQA_RE.search(body)
-    if m and not m.group(1):
-        return body, 0  # a bare `# noqa` already silences every code
-    if not m:
-        return f"{body.rstrip()}  # noqa: {', '.join(sorted(codes))}", len(codes)
-    listed = m.group(1)
-    have = [c.strip().upper() for c in listed.split(",") if c.strip()]
-    new = sorted(codes - set(have))
-    if not new:
-        return body, 0
-    trailing = listed[len(listed.rstrip()):]
-    return body[:m.start(1)] + ", ".join(have + new) + trailing + body[m.end(1):], len(new)
 
 
 def add_noqa_to_manifest(text: str, kind: str, path: str, settings, catalog) -> tuple[str, int]:
@@ -49,7 +36,7 @@ def add_noqa_to_manifest(text: str, kind: str, path: str, settings, catalog) -> 
         body = raw.rstrip("\r\n")
         if body.rstrip().endswith("\\"):
             raise ManifestNoqaError(f"line {number} continues on the next one, where a comment would end it; left alone")
-        body, n = _with_codes(body, codes)
+        body, n = with_codes(body, codes)
         lines[number - 1] = body + raw[len(raw.rstrip("\r\n")):]
         added += n
     new_text = "".join(lines)

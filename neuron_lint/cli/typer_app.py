@@ -6,16 +6,14 @@ be read or parsed (the other files are still checked and reported).
 
 from __future__ import annotations
 
-import os
-import sys
 from contextlib import contextmanager
 from typing import Iterator, List, Optional
 
 import typer
 
-from . import __version__
-from . import cli_options as opt
-from .render.safe_output import err_line, out_line
+from .. import __version__
+from . import options as opt
+from ..render.safe_output import err_line, out_line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -64,8 +62,8 @@ def user_facing_errors(verbose: bool) -> Iterator[None]:
 
 def _settings_from_command_line(paths, stdin_filename, **values):
     """The run's configuration (or exit 2 naming the file and key), and whether it reads standard input."""
-    from .config import ConfigError, from_command_line
-    from .stdin import config_paths, uses_stdin
+    from ..config import ConfigError, from_command_line
+    from ..stdin import config_paths, uses_stdin
 
     try:
         stdin = uses_stdin(paths, stdin_filename)
@@ -76,8 +74,8 @@ def _settings_from_command_line(paths, stdin_filename, **values):
 
 def _run(paths, stdin_filename, values: dict, request) -> int:
     """Resolve the configuration, then check (or fix) files or standard input; the exit code."""
-    from .check_command import check_stdin_command, run_check, warn_old_torch
-    from .errors import UsageError
+    from .check import check_stdin_command, run_check, warn_old_torch
+    from ..errors import UsageError
 
     resolved, stdin = _settings_from_command_line(paths, stdin_filename, **values)
     try:
@@ -130,7 +128,7 @@ def check(
     Exit codes: 0 no findings, 1 findings, 2 usage or configuration error, or a file that could not
     be read or parsed (the other files are still checked and reported).
     """
-    from .check_command import CheckRequest
+    from .check import CheckRequest
 
     request = CheckRequest(paths or [], statistics=statistics, exit_zero=exit_zero, add_noqa=add_noqa,
                            show_source=show_source, quiet=quiet, verbose=verbose, jobs=jobs, no_cache=no_cache,
@@ -181,7 +179,7 @@ def fix_cmd(
     --diff: there is something to change), 2 usage error or a file that could not be read, parsed or
     written (the other files are still fixed).
     """
-    from .check_command import CheckRequest
+    from .check import CheckRequest
 
     request = CheckRequest(paths or [], statistics=statistics, exit_zero=exit_zero, show_source=show_source,
                            quiet=quiet, verbose=verbose, jobs=jobs, no_cache=no_cache, fix=not diff, diff=diff,
@@ -195,13 +193,10 @@ def fix_cmd(
     raise typer.Exit(code)
 
 
-from . import cli_catalog, cli_report  # noqa: E402,F401  (register `rules`, `rule` and `report`)
-
-
 @app.command("clean")
 def clean_cmd() -> None:
     """Remove the result cache (.neuron_lint_cache/ at the project root)."""
-    from .cache import clean, default_cache_dir
+    from ..cache import clean, default_cache_dir
 
     directory = default_cache_dir()
     try:
@@ -216,26 +211,6 @@ def server_cmd(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log the protocol traffic to standard error."),
 ) -> None:
     """Run the language server (LSP over standard input and output) for editors."""
-    from .server import serve
+    from ..server import serve
 
     raise typer.Exit(serve(verbose=verbose))
-
-
-def main() -> None:
-    """Console-script entry point. Everything written goes through :mod:`.render.safe_output`:
-    a closed pipe ends the output quietly with the run's exit code; a full disk is exit code 2."""
-    from .render.safe_output import finish, install
-
-    install()
-    code: object = 0
-    try:
-        if os.environ.get("NO_COLOR") == "":
-            os.environ.pop("NO_COLOR")  # an empty NO_COLOR does not disable colour (no-color.org)
-        if sys.argv[1:2] == ["check"]:  # `check FILE...` as pre-commit runs it: skip the parser's set-up
-            from .fastpath import run_simple
-
-            run_simple(check, sys.argv[2:])
-        app()
-    except SystemExit as exc:
-        code = exc.code
-    raise SystemExit(finish(code))

@@ -1,0 +1,36 @@
+"""The console script's ``main`` and the ``neuron-lint`` app with every command registered on it.
+
+:mod:`.typer_app` declares the app and the ``check``/``fix``/``clean``/``server`` commands; :mod:`.rules`
+and :mod:`.report` add theirs to the same app. Importing them here, after the app exists, keeps the
+imports one-way: those modules import :mod:`.typer_app`, and nothing imports this module but the package.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import report, rules  # noqa: F401  (they register `rules`, `rule` and `report`)
+from .typer_app import app, check
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point. Everything written goes through :mod:`.render.safe_output`:
+    a closed pipe ends the output quietly with the run's exit code; a full disk is exit code 2."""
+    from ..render.safe_output import finish, install
+
+    install()
+    code: object = 0
+    try:
+        if os.environ.get("NO_COLOR") == "":
+            os.environ.pop("NO_COLOR")  # an empty NO_COLOR does not disable colour (no-color.org)
+        if sys.argv[1:2] == ["check"]:  # `check FILE...` as pre-commit runs it: skip the parser's set-up
+            from .fastpath import run_simple
+
+            run_simple(check, sys.argv[2:])
+        app()
+    except SystemExit as exc:
+        code = exc.code
+    raise SystemExit(finish(code))

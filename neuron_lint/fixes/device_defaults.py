@@ -1,0 +1,165 @@
+"""Library parameter defaults: ``def f(device="cuda"):`` -> ``def f(device=None):`` whose body starts
+with ``if device is None: device = <the current device>``.
+
+A default is evaluated when the module is imported, and a library module must not ask for the
+device then; the function takes it when it runs. The annotation, if any, is made to accept None.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..parameters import parameter_defaults
+from .decline import Decline
+from .device_choice import qual
+from .device_forms import convert, cst_literal_kind
+
+
+def _parameter_default(ctx, node):
+    """``def f(device="cuda")`` / ``def f(device=torch.device("cuda"))``: (the function, the
+    parameter, whether the default is a ``torch.device``), or None."""
+    value, parent = node, ctx.parent(node)
+    if (isinstance(parent, ast.Call) and qual(ctx, parent.func) == "torch.device" and len(parent.args) == 1
+            and not parent.keywords and parent.args[0] is node):
+        value, parent = parent, ctx.parent(parent)
+    if not isinstance(parent, ast.arguments):
+        return None
+    fn = ctx.parent(parent)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    for arg, default in parameter_defaults(parent):
+        if default is value:
+            return fn, arg, value is not node
+    return None
+
+
+def _optional_annotation(ctx, annotation) -> str:
+    """How the parameter's annotation takes ``None``: "none" (no annotation), "keep" (already
+    ``Optional``), "union" (``Union[...]``), "pipe" (``X | Y``, or ``from __future__ import
+    annotations``), "optional" (``Optional`` imported), "typing" (``typing`` imported); "" when
+    it cannot without a new import."""
+    bindings = ctx.import_bindings
+    if annotation is None:
+        return "none"
+    if isinstance(annotation, ast.Subscript):
+        head = qual(ctx, annotation.value) or getattr(annotation.value, "id", "")
+        if head in ("typing.Optional", "Optional"):
+            return "keep"
+        if head in ("typing.Union", "Union"):
+            return "union"
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return "pipe"
+    if any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations" for a in s.names)
+           for s in ctx.tree.body):
+        return "pipe"
+    if bindings.get("Optional") == "typing.Optional":
+        return "optional"
+    if bindings.get("typing") == "typing":
+        return "typing"
+    return ""
+
+
+def plan_default(ctx, hit, node):
+    """A device default of a library function (evaluated when the module is imported): the
+    parameter defaults to ``None`` and the function picks the current device when it runs."""
+    found = _parameter_default(ctx, node)
+    if found is None or not ctx.allows("2.6"):
+        return None
+    fn, arg, as_device = found
+    if not fn.body or (fn.body[0].lineno == fn.lineno and not isinstance(fn.body[0], ast.Expr)):
+        return None  # `def f(device="cuda"): return ...` on one line
+    inside = fn.body[0]
+    data, _ = ctx.device_choice(inside)
+    if not data:
+        return None
+    if data.get("device") != "library" and not _runs_before_definition(ctx, fn, data):
+        return None  # the default can name the module's device directly
+    annotation = _optional_annotation(ctx, arg.annotation)
+    if not annotation:
+        ctx.note(hit, f"not rewritten: `{arg.arg}` would default to None, and its annotation needs `Optional`, "
+                      "which this module does not import; add the import, or pass the device in")
+        return None
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) and arg.arg in n.names for n in ast.walk(fn)):
+        return None
+    return ctx.propose(hit, fn, type(fn).__name__,
+                       f"Default `{arg.arg}` to None and take the current accelerator when the function runs "
+                       "(callers passing None now get it too)",
+                       {**data, "mode": "default", "param": arg.arg, "annotation": annotation, "as_device": as_device},
+                       applicability="unsafe", fixer="device_string")
+
+
+def _runs_before_definition(ctx, fn, data) -> bool:
+    """Is the ``def`` (whose defaults are evaluated there) before the module's device definition?"""
+    if data.get("device") == "script":
+        return fn.lineno <= ctx.leading_end
+    stmt = ctx.device_variable
+    return data.get("device") == "var" and stmt is not None and fn.lineno <= (stmt.end_lineno or stmt.lineno)
+
+
+def _find_param(params, name: str):
+    for field in ("posonly_params", "params", "kwonly_params"):
+        for i, p in enumerate(getattr(params, field)):
+            if p.name.value == name and p.default is not None:
+                return field, i, p
+    return None
+
+
+def _optional(annotation, how: str):
+    import libcst as cst
+
+    from .nodes import attribute
+
+    if how in ("none", "keep"):
+        return annotation
+    inner = annotation.annotation
+    none = cst.Name("None")
+    if how == "pipe":
+        return annotation.with_changes(annotation=cst.BinaryOperation(
+            left=inner, operator=cst.BitOr(), right=none))
+    if how == "union":
+        if not isinstance(inner, cst.Subscript):
+            raise Decline("the annotation is not the planned Union")
+        elements = list(inner.slice)
+        last = elements[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return annotation.with_changes(annotation=inner.with_changes(
+            slice=[*elements[:-1], last, cst.SubscriptElement(cst.Index(none))]))
+    head = cst.Name("Optional") if how == "optional" else attribute("typing", "Optional")
+    return annotation.with_changes(annotation=cst.Subscript(value=head, slice=[cst.SubscriptElement(cst.Index(inner))]))
+
+
+def rewrite_default(rx, original, updated, data):
+    """``def f(device="cuda"):`` -> ``def f(device=None):`` whose body starts with
+    ``if device is None: device = _current_device().type``."""
+    import libcst as cst
+    from libcst.helpers import parse_template_statement
+
+    name = data["param"]
+    found, before = _find_param(updated.params, name), _find_param(original.params, name)
+    if found is None or before is None or not isinstance(updated.body, cst.IndentedBlock):
+        raise Decline("the function does not have the planned parameter")
+    field, i, param = found
+    site, default = before[2].default, param.default
+    literal = default.args[0].value if data.get("as_device") and isinstance(default, cst.Call) and default.args else default
+    kind = cst_literal_kind(literal)
+    if kind not in ("plain", "indexed"):
+        raise Decline("the default is not the planned CUDA device")
+    if data.get("as_device") and kind == "plain":
+        value = rx.device(site, data)
+    elif data.get("as_device"):
+        value = default.with_changes(args=[default.args[0].with_changes(value=convert(rx, site, literal, data))])
+    else:
+        value = convert(rx, site, literal, data)
+    new_param = param.with_changes(default=cst.Name("None"))
+    if param.annotation is not None:
+        new_param = new_param.with_changes(annotation=_optional(param.annotation, data.get("annotation", "none")))
+    params = list(getattr(updated.params, field))
+    params[i] = new_param
+    check = parse_template_statement("if {n} is None:\n    {n} = {v}\n", config=rx.module.tree.config_for_parsing,
+                                     n=cst.Name(name), v=value)
+    body = list(updated.body.body)
+    first = body[0] if body else None
+    at = 1 if (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1
+               and isinstance(first.body[0], cst.Expr) and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))) else 0
+    body.insert(at, check)
+    return updated.with_changes(params=updated.params.with_changes(**{field: params}),
+                                body=updated.body.with_changes(body=body))

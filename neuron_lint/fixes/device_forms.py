@@ -1,0 +1,188 @@
+"""CUDA device strings in their four forms, on both trees, and the current device's form of each.
+
+``"cuda"`` (plain), ``"cuda:1"`` (indexed), ``f"cuda:{i}"`` (fstring), ``"cuda:{}".format(i)`` and
+``"cuda:%d" % i`` (format): :func:`literal_kind` tells them on the ``ast`` (planning),
+:func:`cst_literal_kind` on LibCST (rewriting). :func:`convert` writes the current device's form of
+one, :func:`word` the ``--device neuron`` form (only the word changes).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import sys
+import tokenize
+
+from .decline import Decline
+
+#: ``"cuda"``, ``"cuda:3"``
+_INDEXED = re.compile(r"^cuda:(\d+)$")
+#: the device strings ``.format(i)`` and ``% i`` may build: "cuda:N"
+_FORMATS = ("cuda:{}", "cuda:{0}")
+_PERCENTS = ("cuda:%d", "cuda:%s", "cuda:%i")
+
+
+def is_cuda_value(value) -> bool:
+    return isinstance(value, str) and (value == "cuda" or bool(_INDEXED.match(value)))
+
+
+def _kind(form: str, text) -> str | None:
+    """The kind of a device string from its form and the literal text that decides it: the string
+    itself (``"text"``), the leading text of an f-string (``"fstring"``), the string ``.format`` is
+    called on (``"format"``) or the left operand of ``%`` (``"percent"``). Shared by both trees."""
+    if not isinstance(text, str):
+        return None
+    if form == "text":
+        return "plain" if text == "cuda" else ("indexed" if _INDEXED.match(text) else None)
+    if form == "fstring":
+        return "fstring" if text.startswith("cuda:") else None
+    return "format" if text in (_FORMATS if form == "format" else _PERCENTS) else None
+
+
+def literal_kind(node) -> str | None:
+    """``"plain"`` (``"cuda"``), ``"indexed"`` (``"cuda:1"``), ``"fstring"`` (``f"cuda:{i}"``),
+    ``"format"`` (``"cuda:{}".format(i)`` / ``"cuda:%d" % i``), or None."""
+    form, text = "", None
+    if isinstance(node, ast.Constant):
+        form, text = "text", node.value
+    elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        form, text = "fstring", node.values[0].value
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+          and isinstance(node.func.value, ast.Constant)):
+        form, text = "format", node.func.value.value
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant):
+        form, text = "percent", node.left.value
+    return _kind(form, text)
+
+
+_CST_KIND = {"plain": "SimpleString", "indexed": "SimpleString", "fstring": "FormattedString"}
+
+
+def cst_kind(node) -> str:
+    kind = literal_kind(node)
+    if kind in _CST_KIND:
+        return _CST_KIND[kind]
+    return "Call" if isinstance(node, ast.Call) else "BinaryOperation"
+
+
+def one_literal(ctx, node) -> bool:
+    """Is the node's source one string literal (not ``"cu" "da"``, implicitly concatenated)?"""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(ctx.segment(node)).readline)
+                  if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    if sys.version_info >= (3, 12) and tokens and tokens[0].type == tokenize.FSTRING_START:
+        depth = 0
+        for i, t in enumerate(tokens):
+            depth += t.type == tokenize.FSTRING_START
+            depth -= t.type == tokenize.FSTRING_END
+            if depth == 0:
+                return i == len(tokens) - 1
+        return False
+    return len(tokens) == 1 and tokens[0].type == tokenize.STRING
+
+
+def cst_literal_kind(node) -> str | None:
+    """The CST counterpart of :func:`literal_kind`."""
+    import libcst.matchers as m
+
+    string = m.SimpleString()
+    forms = (
+        (string, "text", lambda n: n.evaluated_value),
+        (m.FormattedString(parts=[m.FormattedStringText(), m.ZeroOrMore()]), "fstring", lambda n: n.parts[0].value),
+        (m.Call(func=m.Attribute(value=string, attr=m.Name("format"))), "format", lambda n: n.func.value.evaluated_value),
+        (m.BinaryOperation(left=string, operator=m.Modulo()), "percent", lambda n: n.left.evaluated_value),
+    )
+    for pattern, form, text in forms:
+        if m.matches(node, pattern):
+            return _kind(form, text(node))
+    return None
+
+
+def _swap_word(node):
+    """``"cuda..."`` -> ``"neuron..."`` inside one string literal node (prefix and quotes kept)."""
+    import libcst as cst
+
+    raw = node.raw_value
+    if not raw.startswith("cuda"):
+        raise Decline("the string does not start with `cuda`")
+    return cst.SimpleString(f"{node.prefix}{node.quote}neuron{raw[4:]}{node.quote}")
+
+
+def word(node):
+    """With ``--device neuron``: only the word changes (``"cuda:1"`` -> ``"neuron:1"``)."""
+    import libcst as cst
+
+    kind = cst_literal_kind(node)
+    if kind in ("plain", "indexed"):
+        return _swap_word(node)
+    if kind == "fstring":
+        first = node.parts[0]
+        return node.with_changes(parts=[first.with_changes(value="neuron" + first.value[4:]), *node.parts[1:]])
+    if kind == "format":
+        if isinstance(node, cst.Call):
+            return node.with_changes(func=node.func.with_changes(value=_swap_word(node.func.value)))
+        return node.with_changes(left=_swap_word(node.left))
+    raise Decline("not a CUDA device string")
+
+
+def _format_argument(node):
+    """The index a ``"cuda:{}".format(i)`` / ``"cuda:%d" % i`` inserts."""
+    import libcst as cst
+
+    if isinstance(node, cst.Call):
+        args = node.args
+        if len(args) != 1 or args[0].keyword is not None or args[0].star:
+            raise Decline("`.format(...)` takes something other than one index")
+        return args[0].value, node.func.value
+    right = node.right
+    if isinstance(right, cst.Tuple):
+        if len(right.elements) != 1 or isinstance(right.elements[0], cst.StarredElement):
+            raise Decline("`%` takes something other than one index")
+        right = right.elements[0].value
+    return right, node.left
+
+
+def _embeddable(rx, expr, quote: str) -> str:
+    """The quote an f-string holding ``expr`` can use ("" when none: the code has both quotes, a
+    backslash, a comment or a line break, or needs parentheses there)."""
+    import libcst as cst
+
+    if isinstance(expr, (cst.Lambda, cst.NamedExpr, cst.Dict, cst.Set, cst.DictComp, cst.SetComp)):
+        return ""
+    code = rx.code(expr)
+    if any(c in code for c in "\\\n\r#") or code.lstrip().startswith("{"):
+        return ""
+    for q in (quote, "'" if quote == '"' else '"'):
+        if q not in code:
+            return q
+    return ""
+
+
+def convert(rx, site, node, data: dict, as_device: bool = False):
+    """One CUDA device literal (CST ``node``) -> the current device's form."""
+    import libcst as cst
+
+    from .nodes import device_string_with_index, fstring, quote_of
+
+    if data.get("device") == "neuron" or data.get("mode") == "word":
+        return word(node)
+    kind = cst_literal_kind(node)
+    if kind == "plain":
+        return rx.device(site, data) if as_device else rx.device_type(site, data)
+    dev_type = rx.device_type(site, data)
+    if kind == "indexed":
+        return device_string_with_index(dev_type, node.evaluated_value[5:], quote_of(node))
+    if kind == "fstring":
+        first = node.parts[0]
+        rest = [cst.FormattedStringText(first.value[4:]), *node.parts[1:]]
+        return node.with_changes(parts=[cst.FormattedStringExpression(expression=dev_type), *rest])
+    if kind == "format":
+        index, base = _format_argument(node)
+        quote = _embeddable(rx, index, quote_of(base))
+        if not quote:
+            raise Decline("the index cannot be written inside an f-string as it is")
+        return fstring([dev_type, ":", index], quote)
+    raise Decline("not a CUDA device string")

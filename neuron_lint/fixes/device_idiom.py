@@ -1,0 +1,155 @@
+"""The availability idiom ``"cuda" if torch.cuda.is_available() else "cpu"``, and device definitions.
+
+- :func:`plan_guard` / :func:`rewrite_guard`: the idiom is replaced as a whole by the device (or
+  its type): the guard and what it decides go together. When the other arm is not a plain CPU
+  fallback, the guard becomes ``torch.accelerator.is_available()``;
+- :func:`plan_inline_definition` / :func:`rewrite_inline`: a variable that *is* the module's device
+  string, where no shared device can be used, gets the string idiom written out;
+- :func:`device_idiom`: ``torch.accelerator.current_accelerator() if torch.accelerator.is_available()
+  else torch.device("cpu")``, broken over lines as ``ruff format`` prints it when it is too long.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .decline import Decline
+from .device_choice import (
+    cpu_fallback_chain,
+    device_data,
+    first_arg_of_to,
+    is_availability,
+    is_test_file,
+    runs_at_import,
+    short,
+)
+from .device_forms import convert, cst_literal_kind, word
+from .plan import DEVICE_VAR
+
+#: the line length ``ruff format`` wraps at
+LINE_LENGTH = 88
+
+
+def _string_definition(ctx, node) -> ast.Assign | None:
+    """``NAME = "cuda"`` or ``NAME = "cuda" if torch.cuda.is_available() else "cpu"``: the statement,
+    when ``node`` (the ``"cuda"``) or the availability idiom around it is the whole value of a
+    one-name assignment."""
+    value, parent = node, ctx.parent(node)
+    if isinstance(parent, ast.IfExp) and node is parent.body:
+        if not (is_availability(ctx, parent.test) and isinstance(parent.orelse, ast.Constant)
+                and parent.orelse.value == "cpu"):
+            return None
+        value = parent
+    stmt = ctx.parent(value)
+    if (isinstance(stmt, ast.Assign) and stmt.value is value and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return stmt
+    return None
+
+
+def plan_inline_definition(ctx, hit, node):
+    """A variable that *is* the module's (or class's) device string, where no shared device can be
+    used -- the variable is named ``DEVICE`` itself, or the module binds that name elsewhere: its
+    value becomes the current accelerator's type, written out (``"cpu"`` without one)."""
+    stmt = _string_definition(ctx, node)
+    if stmt is None:
+        return None
+    name = stmt.targets[0].id
+    if name != DEVICE_VAR:
+        choice, _ = ctx.device_choice(node)
+        if choice:
+            return None  # the shared device serves: `name = DEVICE.type`
+    if not ctx.allows("2.6"):
+        return None
+    at_import = ctx.at_module_level(stmt) or runs_at_import(ctx, stmt)
+    library = at_import and not ctx.is_script and not is_test_file(ctx)
+    message = "Define the device string with `torch.accelerator`" + (
+        " (this library module then probes the device when it is imported)" if library else "")
+    kind = "IfExp" if isinstance(stmt.value, ast.IfExp) else "SimpleString"
+    return ctx.propose(hit, stmt.value, kind, message, {"mode": "inline", "name": name},
+                       applicability="unsafe" if library else None, fixer="device_string")
+
+
+def plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str, fixer: str | None = None):
+    """``"cuda" if torch.cuda.is_available() else "cpu"``: the guard and what it decides go together."""
+    negated = isinstance(guard.test, ast.UnaryOp)
+    cuda_arm, other = (guard.orelse, guard.body) if negated else (guard.body, guard.orelse)
+    if node is not cuda_arm:
+        ctx.note(hit, f"not rewritten: `{short(ctx, guard)}` picks CUDA when CUDA is missing; fix it by hand")
+        return None
+    data = device_data(ctx, hit, guard)
+    if data is None:
+        return None
+    whole = ctx.neuron or (kind == "plain" and cpu_fallback_chain(ctx, other))
+    return ctx.propose(hit, guard, "IfExp", message + " (the availability check goes with it)",
+                       {**data, "mode": "guard", "whole": whole, "negated": negated,
+                        "as_device": first_arg_of_to(ctx, guard)}, fixer=fixer)
+
+
+def rewrite_guard(rx, original, updated, data):
+    """``"cuda" if torch.cuda.is_available() else "cpu"`` -> ``DEVICE.type`` (or ``DEVICE`` in ``.to()``);
+    any other fallback keeps its arm and gets ``torch.accelerator.is_available()`` as the test."""
+    import libcst as cst
+
+    negated = data.get("negated", False)
+    cuda_arm = updated.orelse if negated else updated.body
+    if cst_literal_kind(cuda_arm) is None:
+        raise Decline("the code here is not the planned availability check")
+    if data.get("whole"):
+        if data.get("device") == "neuron":
+            new = word(cuda_arm)
+        else:
+            new = convert(rx, original, cuda_arm, data, data.get("as_device", False))
+        return new.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else new
+    new_arm = convert(rx, original, cuda_arm, data, False)
+    test = cst.Call(func=rx.dotted("torch.accelerator.is_available", original))
+    if negated:
+        test = updated.test.with_changes(expression=test)
+        return updated.with_changes(test=test, orelse=new_arm)
+    return updated.with_changes(test=test, body=new_arm)
+
+
+def rewrite_inline(rx, original, updated, data):
+    """``"cuda"`` / ``"cuda" if torch.cuda.is_available() else "cpu"`` -> the string idiom."""
+    import libcst as cst
+
+    from .nodes import quote_of
+
+    literal = updated.body if isinstance(updated, cst.IfExp) else updated
+    if cst_literal_kind(literal) != "plain":
+        raise Decline("the code here is not the planned CUDA device string")
+    return device_idiom(rx, original, data.get("name", "device"), as_string=quote_of(literal))
+
+
+def device_idiom(rx, original, name: str, as_string: str = ""):
+    """``torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")``,
+    in parentheses over four lines (as ``ruff format`` prints it) when one line would pass 88 characters.
+    With ``as_string`` (a quote character): the device type, ``current_accelerator().type ... else "cpu"``."""
+    import libcst as cst
+
+    from .nodes import attribute
+
+    body = cst.Call(func=rx.dotted("torch.accelerator.current_accelerator", original))
+    test = cst.Call(func=rx.dotted("torch.accelerator.is_available", original))
+    if as_string:
+        body = attribute(body, "type")
+        orelse = cst.SimpleString(f"{as_string}cpu{as_string}")
+    else:
+        orelse = cst.Call(func=rx.dotted("torch.device", original), args=[cst.Arg(cst.SimpleString('"cpu"'))])
+    one_line = cst.IfExp(test=test, body=body, orelse=orelse)
+    pos = rx.position(original)
+    column = pos.start.column if pos is not None else len(name) + 3
+    if column + len(rx.module.tree.code_for_node(one_line)) <= LINE_LENGTH:
+        return one_line
+    indent = rx.module.tree.default_indent
+
+    def broken(last: str):
+        return cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(last))
+
+    return one_line.with_changes(
+        lpar=[cst.LeftParen(whitespace_after=broken(indent))],
+        rpar=[cst.RightParen(whitespace_before=broken(""))],
+        whitespace_before_if=broken(indent),
+        whitespace_before_else=broken(indent),
+    )

@@ -1,0 +1,216 @@
+"""Planning and rewriting one CUDA device string: ``"cuda"``, ``"cuda:1"``, ``f"cuda:{rank}"`` -> the module's current device.
+
+A string stays a string, so code that stores or formats it keeps working: ``"cuda"`` becomes
+``DEVICE.type`` (``.to("cuda")`` becomes ``.to(DEVICE)``), ``"cuda:1"`` becomes
+``f"{DEVICE.type}:1"``, and ``f"cuda:{rank}"``, ``"cuda:{}".format(rank)`` and ``"cuda:%d" % rank``
+become ``f"{DEVICE.type}:{rank}"``. With ``--device neuron`` only the word changes.
+
+What decides a literal is rewritten with it:
+
+- the availability idiom ``"cuda" if torch.cuda.is_available() else "cpu"`` is replaced as a whole
+  by the device (or its type): the guard and what it decides go together. When the other arm is
+  not a plain CPU fallback, the guard becomes ``torch.accelerator.is_available()``;
+- ``"cuda" if <device comparison> else "cpu"`` (``'cuda' in device``, ``device.type == "cuda"``):
+  the ``"cuda"`` of the comparison is rewritten too (``DEVICE.type if DEVICE.type in device else
+  'cpu'``). On a CUDA machine ``DEVICE.type`` is ``"cuda"``, so both read exactly as before; on
+  Trainium the comparison and the literal both say ``neuron``;
+- a literal inside ``if device == "cuda":`` (or in a loop over device choices whose body compares
+  the device with ``"cuda"``) is left alone, with a note: the branch may hold CUDA-only code that
+  must not start running elsewhere.
+
+A module-level ``device = torch.device("cuda")`` becomes the idiom itself and the other sites
+reuse it. Planning (:func:`plan_literal`) reads the ``ast`` only; the LibCST side
+(:func:`rewrite_literal`) is used by the ``device_string`` fixer and also by the ``amp``,
+``distributed`` and ``cuda_string_indirect`` fixers for their device-type literals. The forms of
+the strings are in :mod:`.device_forms`, the tests that choose CUDA in :mod:`.device_choice`; the
+availability idiom, device lists and parameter defaults have modules of their own.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .decline import Decline
+from .device_choice import (
+    cuda_test,
+    decided_by_branch,
+    device_data,
+    first_arg_of_to,
+    is_availability,
+    is_test_file,
+    short,
+)
+from .device_defaults import plan_default, rewrite_default
+from .device_forms import (
+    convert,
+    cst_kind,
+    cst_literal_kind,
+    literal_kind,
+    one_literal,
+    word,
+)
+from .device_idiom import (
+    device_idiom,
+    plan_guard,
+    plan_inline_definition,
+    rewrite_guard,
+    rewrite_inline,
+)
+from .device_lists import rewrite_guard_list
+
+
+def _parametrize_value(ctx, node) -> bool:
+    """Is ``node`` an element of the values of ``@pytest.mark.parametrize("device", [...])``?"""
+    container = ctx.parent(node)
+    call = ctx.parent(container)
+    return (isinstance(container, (ast.List, ast.Tuple)) and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute) and call.func.attr == "parametrize"
+            and len(call.args) >= 2 and call.args[1] is container)
+
+
+def plan_literal(ctx, hit, node, message: str = "Use the current accelerator instead of CUDA"):
+    """Plan the rewrite of one CUDA device literal (shared by NRN202, NRN205 and NRN206)."""
+    kind = literal_kind(node)
+    if kind is None:
+        return None
+    if kind != "format" and not one_literal(ctx, node):
+        ctx.note(hit, "not rewritten: the string is built from several literals")
+        return None
+    if kind == "format":
+        base = node.func.value if isinstance(node, ast.Call) else node.left
+        if not one_literal(ctx, base):
+            ctx.note(hit, "not rewritten: the string is built from several literals")
+            return None
+    # the module's own device variable: its definition becomes the idiom
+    if not ctx.neuron and ctx.in_device_definition(node):
+        if not ctx.allows("2.6"):
+            ctx.note(hit, "not rewritten: `torch.accelerator` needs PyTorch 2.6 (raise --min-torch to use it)")
+            return None
+        value = ctx.device_variable.value
+        # `torch.device("cuda")` probes nothing; the idiom asks the driver when the module is imported,
+        # which a library module must not do (on CUDA it initialises the driver, perhaps before a fork).
+        unsafe = None if ctx.is_script else "unsafe"
+        message = "Define the device with `torch.accelerator`" + (
+            "" if ctx.is_script else " (this library module then probes the device when it is imported)")
+        return ctx.propose(hit, value, type(value).__name__, message,
+                           {"mode": "define", "name": ctx.device_variable.targets[0].id}, applicability=unsafe)
+    test = decided_by_branch(ctx, node)
+    if test is None and not ctx.neuron and kind == "plain":
+        inline = plan_inline_definition(ctx, hit, node)
+        if inline is not None:
+            return inline
+    if test is not None:
+        ctx.note(hit, f"not rewritten: this string is used only when `{short(ctx, test)}` holds; rewriting it "
+                      "alone would leave that test choosing CUDA, and rewriting the test would run the whole "
+                      "branch on other devices too: port the test and its branch together by hand")
+        return None
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.IfExp) and node is not parent.test:
+        compares, available, why = cuda_test(ctx, parent.test)
+        if is_availability(ctx, parent.test) or (
+            isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
+            and is_availability(ctx, parent.test.operand)
+        ):
+            return plan_guard(ctx, hit, node, parent, kind, message)
+        if why:
+            ctx.note(hit, f"not rewritten: the choice between CUDA and another device is made by "
+                          f"`{short(ctx, parent.test)}` and {why}; port the test and the string together by hand")
+            return None
+        if compares or available:
+            data = device_data(ctx, hit, parent)
+            if data is None:
+                return None
+            if ctx.neuron:
+                data = {"mode": "word"}
+            else:
+                data = {**data, "mode": "decided"}
+            return ctx.propose(hit, parent, "IfExp", message + " (with the device test that chooses it)",
+                               {**data, "decided": True})
+    if not ctx.neuron and kind in ("plain", "indexed"):
+        default = plan_default(ctx, hit, node)
+        if default is not None or id(hit) in ctx.notes:
+            return default
+    data = device_data(ctx, hit, node, import_ok=is_test_file(ctx) and _parametrize_value(ctx, node))
+    if data is None:
+        return None
+    if ctx.neuron:
+        return ctx.propose(hit, node, cst_kind(node), message, {"mode": "word"})
+    return ctx.propose(hit, node, cst_kind(node), message,
+                       {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node)})
+
+
+def plan_device_type(ctx, hit, node):
+    """A device-type argument (``torch.autocast("cuda")``, ``init_device_mesh("cuda", ...)``,
+    ``device_type="cuda"``), planned as a device string."""
+    return plan_literal(ctx, hit, node, "Use the current accelerator's device type")
+
+
+def rewrite_literal(rx, original, updated, data):
+    mode = data.get("mode")
+    if mode == "define":
+        return device_idiom(rx, original, data.get("name", "device"))
+    if mode == "inline":
+        return rewrite_inline(rx, original, updated, data)
+    if mode == "word":
+        if data.get("decided"):
+            return _rewrite_decided(rx, original, updated, data)
+        return word(updated)
+    if mode == "literal":
+        if cst_literal_kind(updated) is None:
+            raise Decline("the code here is not the planned CUDA device string")
+        return convert(rx, original, updated, data, data.get("as_device", False))
+    if mode == "guard":
+        return rewrite_guard(rx, original, updated, data)
+    if mode == "guard_list":
+        return rewrite_guard_list(rx, original, updated, data)
+    if mode == "default":
+        return rewrite_default(rx, original, updated, data)
+    if mode == "decided":
+        return _rewrite_decided(rx, original, updated, data)
+    raise Decline(f"unknown plan {mode!r}")
+
+
+def _rewrite_decided(rx, original, updated, data):
+    """``"cuda" if "cuda" in device else "cpu"`` -> ``DEVICE.type if DEVICE.type in device else "cpu"``."""
+    import libcst as cst
+
+    def conv(node):
+        return convert(rx, original, node, data, False)
+
+    class _Tests(cst.CSTTransformer):
+        def _operand(self, node):
+            if cst_literal_kind(node) in ("plain", "indexed"):
+                return conv(node)
+            if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+                elements = [e.with_changes(value=conv(e.value)) if cst_literal_kind(e.value) in ("plain", "indexed") else e
+                            for e in node.elements]
+                return node.with_changes(elements=elements)
+            return node
+
+        def leave_Comparison(self, original_node, updated_node):
+            ops = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
+            if not all(isinstance(t.operator, ops) for t in updated_node.comparisons):
+                return updated_node
+            return updated_node.with_changes(
+                left=self._operand(updated_node.left),
+                comparisons=[t.with_changes(comparator=self._operand(t.comparator)) for t in updated_node.comparisons],
+            )
+
+        def leave_Call(self, original_node, updated_node):
+            func = updated_node.func
+            if (not updated_node.args and isinstance(func, cst.Attribute) and func.attr.value == "is_available"
+                    and isinstance(func.value, cst.Attribute) and func.value.attr.value == "cuda"
+                    and rx.code(func.value.value) == (rx.module.torch or "torch")):
+                return updated_node.with_changes(func=rx.dotted("torch.accelerator.is_available", original))
+            if (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and len(updated_node.args) == 1
+                    and cst_literal_kind(updated_node.args[0].value) in ("plain", "indexed")):
+                arg = updated_node.args[0]
+                return updated_node.with_changes(args=[arg.with_changes(value=conv(arg.value))])
+            return updated_node
+
+    body, orelse = updated.body, updated.orelse
+    if cst_literal_kind(body) is not None:
+        body = conv(body)
+    if cst_literal_kind(orelse) is not None:
+        orelse = conv(orelse)
+    return updated.with_changes(body=body, orelse=orelse, test=updated.test.visit(_Tests()))
