@@ -362,3 +362,9 @@ def _frozen(value):
     if isinstance(value, (list, tuple)):
         return tuple(_frozen(v) for v in value)
     return value
+
+
+def dist_alias(ctx) -> str:
+    """The name the module binds ``torch.distributed`` to (``dist`` when it has several), or ""."""
+    names = sorted(n for n, q in ctx.import_bindings.items() if q == "torch.distributed")
+    return "dist" if "dist" in names else (names[0] if names else "")

@@ -19,11 +19,7 @@ import ast
 
 from ..device_choice import device_data
 from ..device_literal import plan_device_type
-
-
-def _dist_alias(ctx) -> str:
-    names = sorted(n for n, q in ctx.import_bindings.items() if q == "torch.distributed")
-    return "dist" if "dist" in names else (names[0] if names else "")
+from ..plan import dist_alias
 
 
 def plan_backend(ctx, hit, node, fixer: str | None = None):
@@ -38,7 +34,7 @@ def plan_backend(ctx, hit, node, fixer: str | None = None):
     if data is None:
         return None
     return ctx.propose(hit, node, "SimpleString", "Use the backend registered for the current device",
-                       {**data, "mode": "backend", "dist": _dist_alias(ctx)}, fixer=fixer)
+                       {**data, "mode": "backend", "dist": dist_alias(ctx)}, fixer=fixer)
 
 
 class Distributed:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from .xla_common import drop_import, fits, import_of
+from ..xla_common import drop_import, fits, import_of
 
 _ACQUIRE = {"torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.torch_xla.device"}
 

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import ast
 
-from .xla_common import (
-    calls_init_process_group, dist_alias, dist_func, drop_import, env_int, fits, import_of, string_quote, wraps_model,
+from ..plan import dist_alias
+from ..xla_common import (
+    calls_init_process_group,
+    dist_func,
+    drop_import,
+    env_int,
+    fits,
+    import_of,
+    string_quote,
+    wraps_model,
 )
 
 _ENV_LEN = {"RANK": len('int(os.environ.get("RANK", 0))'), "LOCAL_RANK": len('int(os.environ.get("LOCAL_RANK", 0))'),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .xla_common import plan_env_delete
+from ..xla_common import plan_env_delete
 
 
 class XlaEnv:

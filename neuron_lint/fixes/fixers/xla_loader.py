@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from .xla_common import drop_import, import_of
+from ..xla_common import drop_import, import_of
 
 
 def _loop_names(target) -> list[str] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from .xla_common import drop_import, import_of
+from ..xla_common import drop_import, import_of
 
 _CUTS = {"torch_xla.core.xla_model.mark_step", "torch_xla.sync", "torch_xla.torch_xla.sync"}
 _WAIT = {"torch_xla.core.xla_model.wait_device_ops"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from .xla_common import drop_import, fits, import_of, plan_env_delete
+from ..xla_common import drop_import, fits, import_of, plan_env_delete
 
 _OPTIMIZERS = {"AdamW", "Adam", "SGD"}
 

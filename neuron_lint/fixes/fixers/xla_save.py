@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from .xla_common import drop_import, env_int, fits, import_of
+from ..xla_common import drop_import, env_int, fits, import_of
 
 
 class XlaSave:

@@ -1,4 +1,4 @@
-"""Helpers the legacy-XLA fixers (``xla_*.py``) share. Not a fixer itself (no ``FIXER``).
+"""Helpers the legacy-XLA fixers (``fixers/xla_*.py``) share.
 
 - :func:`import_of`: the import that binds the base name of a ``torch_xla`` reference, in the form
   ``rx.remove_import_if_unused`` takes, so a rewrite that removed the last use removes the import;
@@ -44,13 +44,8 @@ def drop_import(rx, data) -> None:
         rx.remove_import_if_unused(imp[0], imp[1], imp[2])
 
 
-def dist_alias(ctx) -> str:
-    names = sorted(n for n, q in ctx.import_bindings.items() if q == "torch.distributed")
-    return "dist" if "dist" in names else (names[0] if names else "")
-
-
 def dist_func(rx, data, attr: str, site):
-    from ..nodes import attribute
+    from .nodes import attribute
 
     alias = data.get("dist")
     if alias:
@@ -133,7 +128,7 @@ def plan_env_delete(ctx, hit, message: str, applicability: str | None = "unsafe"
 def line_limit(ctx) -> int:
     import os
 
-    from ...project_style import DEFAULT_LINE_LENGTH, line_length_of
+    from ..project_style import DEFAULT_LINE_LENGTH, line_length_of
 
     path = getattr(ctx, "path", "") or ""
     if path and os.path.isfile(path):
