@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .catalog import Match
+if TYPE_CHECKING:
+    from .catalog import Match
 
 
 def argument(call: ast.Call, position: int | None, keyword: str | None) -> ast.AST | None:

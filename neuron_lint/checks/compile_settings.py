@@ -6,7 +6,7 @@ import ast
 from typing import TYPE_CHECKING, Iterable
 
 from ..matchers import matcher
-from .common import keyword
+from ..values import argument
 
 if TYPE_CHECKING:
     from ..semantic import SemanticModel
@@ -34,6 +34,6 @@ def compile_setting_indirect(model: SemanticModel, node: ast.Call) -> Iterable[t
         return
     name = func.attr if isinstance(func, ast.Attribute) else func.id
     if name == "compile_regions" or (name == "compile" and qual is None and isinstance(func, ast.Attribute)):
-        mode = keyword(node, "mode")
+        mode = argument(node, None, "mode")
         if isinstance(mode, ast.Constant) and mode.value in _CUDA_MODES:
             yield mode, f"mode={mode.value!r}"

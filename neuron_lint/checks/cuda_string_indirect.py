@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..matchers import matcher
 from ..parameters import parameter_defaults
-from .common import keyword
+from ..values import argument
 from .device_strings import cuda_literal, device_named
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def cuda_option_default(model: SemanticModel, node: ast.Call) -> Iterable[tuple[
     func = node.func
     if not isinstance(func, ast.Attribute) or func.attr != "add_argument":
         return
-    default = keyword(node, "default")
+    default = argument(node, None, "default")
     if default is None or _availability_idiom(default):
         return
     names = _option_names(node)
@@ -171,10 +171,10 @@ def _sinks(model: SemanticModel) -> dict[str, set[str]]:
         first = n.args[0] if n.args and not isinstance(n.args[0], ast.Starred) else None
         if qual in _DIST_INIT:
             add(first, "backend")
-            add(keyword(n, "backend"), "backend")
+            add(argument(n, None, "backend"), "backend")
         elif qual in _DIST_GROUP:
             add(n.args[2] if len(n.args) > 2 else None, "backend")
-            add(keyword(n, "backend"), "backend")
+            add(argument(n, None, "backend"), "backend")
         if qual in ("torch.device", "torch.autocast", "torch.amp.autocast") or (
                 isinstance(func, ast.Attribute) and func.attr == "to" and qual is None):
             add(first, "device")
