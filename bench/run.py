@@ -130,8 +130,8 @@ def build_tools(work: Path) -> Path:
 def corpus_files(corpus: Path) -> list[str]:
     """The files neuron-lint checks: the same list is handed to the bare parsers."""
     sys.path.insert(0, str(REPO))
-    from neuron_lint.discovery import iter_python_files
-    from neuron_lint.settings import Settings
+    from neuron_lint.config.settings import Settings
+    from neuron_lint.io.discovery import iter_python_files
 
     files = [str(p) for p in iter_python_files([str(corpus)], Settings()) if isinstance(p, Path) and p.suffix == ".py"]
     return sorted(files)
@@ -410,9 +410,9 @@ def repo_files(root: Path) -> list[str]:
     """The Python files neuron-lint checks in ``root`` with its own configuration (notebooks and
     manifests left out: the floor is the parse of Python modules)."""
     sys.path.insert(0, str(REPO))
-    from neuron_lint import config
-    from neuron_lint.config_tree import SettingsTree
-    from neuron_lint.discovery import iter_python_files
+    from neuron_lint.config import files as config
+    from neuron_lint.config.per_file import SettingsTree
+    from neuron_lint.io.discovery import iter_python_files
 
     cwd = os.getcwd()
     os.chdir(root)

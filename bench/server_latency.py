@@ -185,9 +185,9 @@ def in_process_check_s(text: str, path: str, with_fixes: bool, reps: int = 5) ->
     """The median time of the check the server runs for diagnostics (no fixes planned), or of the
     full check (``with_fixes``: what ``check`` does), in this process."""
     from neuron_lint.api import check_source
+    from neuron_lint.config.settings import Settings
     from neuron_lint.server.analysis import Engine
     from neuron_lint.server.document_settings import SettingsCache
-    from neuron_lint.settings import Settings
 
     engine = Engine(SettingsCache())
     catalog = engine.catalog if with_fixes else engine.detection_catalog

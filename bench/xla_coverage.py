@@ -67,7 +67,7 @@ def python_files(root: Path):
 def findings_by_file(paths: list[str]) -> dict[str, list[dict]]:
     """NRN7xx/NRN110 findings per file (in process: JSON output would spell out every fix's edits)."""
     from neuron_lint.api import check_file
-    from neuron_lint.settings import Settings
+    from neuron_lint.config.settings import Settings
 
     by: dict[str, list[dict]] = {}
     for path in paths:

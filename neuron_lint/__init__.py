@@ -15,7 +15,7 @@ def __getattr__(name):  # PEP 562: keep `import neuron_lint` cheap
 
         return getattr(api, name)
     if name == "load_catalog":
-        from .catalog import load_catalog
+        from .catalog.loading import load_catalog
 
         return load_catalog
     raise AttributeError(name)

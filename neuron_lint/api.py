@@ -7,17 +7,23 @@
         print(finding.path, finding.line, finding.code, finding.message)
 
 The CLI is a thin layer over these functions, and the tests call them directly. Where each one
-lives: :mod:`neuron_lint.pipeline` (one file or text), :mod:`neuron_lint.runner` (many files,
-across processes, with the cache), :mod:`neuron_lint.settings` and :mod:`neuron_lint.catalog`.
+lives: :mod:`neuron_lint.engine.pipeline` (one file or text), :mod:`neuron_lint.engine.runner` (many files,
+across processes, with the cache), :mod:`neuron_lint.config.settings` and :mod:`neuron_lint.catalog.loading`.
 """
 
 from __future__ import annotations
 
-from .catalog import Catalog, load_catalog
+from .catalog.loading import Catalog, load_catalog
+from .config.settings import Settings
+from .engine.pipeline import (
+    analyze_source,
+    check_file,
+    check_source,
+    display_path,
+    read_file,
+)
+from .engine.runner import check_paths, iter_files
 from .model import CheckResult, Edit, FileError, Finding, Fix
-from .pipeline import analyze_source, check_file, check_source, display_path, read_file
-from .runner import check_paths, iter_files
-from .settings import Settings
 
 __all__ = [
     "Settings", "check_source", "check_file", "check_paths", "analyze_source", "iter_files",

@@ -23,7 +23,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.codemod import CodemodCommand, SkipFile
 
-from .config import DEVICES, _min_torch, resolve
+from .config.files import DEVICES, _min_torch, resolve
 from .errors import ParseError
 
 __all__ = ["DeviceAgnostic"]
@@ -71,9 +71,9 @@ class DeviceAgnostic(CodemodCommand):
         return _settings(directory, self.device, self.min_torch, self.unsafe_fixes)
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        from .pipeline import display_path
-        from .discovery import iter_python_files
+        from .engine.pipeline import display_path
         from .fixes.apply import fix_text
+        from .io.discovery import iter_python_files
 
         path = self.context.filename
         settings = self.settings_for(path)

@@ -14,7 +14,7 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="neuron-lint-tests-")
 
 @pytest.fixture(scope="session")
 def catalog():
-    from neuron_lint.catalog import load_catalog
+    from neuron_lint.catalog.loading import load_catalog
 
     return load_catalog()
 

@@ -150,3 +150,18 @@ def test_no_module_class_or_function_over_its_size_limit(kind):
     over = [f"{name}: {lines} lines (limit {limit})" for k, name, lines, limit in _sizes()
             if k == kind and lines > limit]
     assert not over, "\n".join(over)
+
+
+#: The only modules at the top of the package; everything else lives in a sub-package by job
+#: (docs/architecture.md says which).
+TOP_LEVEL = {"__init__", "__main__", "api", "model", "errors", "codemod"}
+JOB_PACKAGES = {"cli", "config", "catalog", "io", "engine", "checks", "suppress", "manifests", "fixes", "output", "report", "server"}
+
+
+def test_the_package_is_organised_in_sub_packages_by_job():
+    modules = {p.stem for p in PACKAGE.glob("*.py")}
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert modules - TOP_LEVEL == set(), "a module at the top: put it in the package whose job it is"
+    assert packages == JOB_PACKAGES, "a package was added or removed: say so in docs/architecture.md"
+    documented = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    assert [name for name in sorted(packages) if f"`{name}/`" not in documented] == []

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import neuron_lint.cache as cache_mod
+import neuron_lint.engine.cache as cache_mod
 from neuron_lint.api import check_paths
-from neuron_lint.cache import Cache, project_root
-from neuron_lint.settings import Settings
+from neuron_lint.config.settings import Settings
+from neuron_lint.engine.cache import Cache, project_root
 
 CUDA = "import torch\nx = torch.ones(2).cuda()\n"
 
@@ -90,7 +90,7 @@ def test_version_change_invalidates(proj, monkeypatch):
 def test_catalog_change_invalidates(proj, monkeypatch, tmp_path):
     import shutil
 
-    from neuron_lint import catalog as catalog_mod
+    from neuron_lint.catalog import loading as catalog_mod
 
     run()
     rules = tmp_path / "rules_copy"

@@ -6,8 +6,8 @@ The docs (`neuron-lint rule CODE`) show the same snippets, so the docs and the t
 import pytest
 
 from neuron_lint.api import check_source
-from neuron_lint.catalog import load_catalog
-from neuron_lint.settings import Settings
+from neuron_lint.catalog.loading import load_catalog
+from neuron_lint.config.settings import Settings
 
 CATALOG = load_catalog()
 ALL = Settings(extend_select=("NRN",))
@@ -56,8 +56,8 @@ def test_good_example_is_not_flagged(rule, snippet):
 @pytest.mark.parametrize("rule,snippet", list(_cases("bad")))
 def test_prefilter_keeps_every_bad_example(rule, snippet):
     """The text prefilter must never hide a real finding."""
-    from neuron_lint.index import build_index
-    from neuron_lint.prefilter import may_match
+    from neuron_lint.catalog.index import build_index
+    from neuron_lint.catalog.prefilter import may_match
 
     index = build_index(CATALOG, frozenset({rule.code}))
     assert may_match(snippet, index)

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from neuron_lint.catalog import CatalogError, load_catalog_from, rules_dir
+from neuron_lint.catalog.loading import CatalogError, load_catalog_from, rules_dir
 
 GOOD = (rules_dir() / "NRN103-torch-nested.toml").read_text()
 

@@ -137,7 +137,7 @@ def test_colour_on_a_terminal_unless_no_color(tmp_path):
     import io
 
     from neuron_lint.api import check_paths
-    from neuron_lint.render import RenderOptions, get_renderer
+    from neuron_lint.output import RenderOptions, get_renderer
 
     f = write(tmp_path, "bad.py", "import torch\nx = torch.ones(2).double()\n")
     result = check_paths([str(f)])

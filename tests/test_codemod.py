@@ -16,9 +16,9 @@ import pytest
 libcst = pytest.importorskip("libcst")
 from libcst.codemod import CodemodContext, SkipFile  # noqa: E402
 
-from neuron_lint.fixes import apply as fixing  # noqa: E402
 from neuron_lint.codemod import DeviceAgnostic  # noqa: E402
-from neuron_lint.settings import Settings  # noqa: E402
+from neuron_lint.config.settings import Settings  # noqa: E402
+from neuron_lint.fixes import apply as fixing  # noqa: E402
 
 SCRIPT = "import torch\n\nmodel = Net().cuda()\ntorch.cuda.synchronize()\n"
 COMMAND = [sys.executable, "-m", "libcst.tool", "codemod", "--no-format", "--hide-progress"]

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from neuron_lint.config import ConfigError, find_config, load_config, resolve
+from neuron_lint.config.files import ConfigError, find_config, load_config, resolve
 
 TWO_CODES = "import torch\nx = torch.ones(2).cuda()\ny = x.double()\n"  # NRN201, NRN301
 

@@ -22,8 +22,8 @@ import unittest
 import pytest
 
 from neuron_lint.api import check_source
+from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.apply import fix_text
-from neuron_lint.settings import Settings
 
 CODES = ("NRN202", "NRN205", "NRN206")
 

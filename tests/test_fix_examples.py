@@ -8,9 +8,9 @@ import ast
 
 import pytest
 
-from neuron_lint.catalog import load_catalog
+from neuron_lint.catalog.loading import load_catalog
+from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.apply import fix_text
-from neuron_lint.settings import Settings
 
 CATALOG = load_catalog()
 

@@ -6,10 +6,10 @@ import stat
 
 import pytest
 
-from neuron_lint import fixing
+from neuron_lint.config.settings import Settings
+from neuron_lint.fixes import files as fixing
 from neuron_lint.fixes.apply import fix_text
-from neuron_lint.fixing import fix_file
-from neuron_lint.settings import Settings
+from neuron_lint.fixes.files import fix_file
 
 # The module-level device of a script, as `ruff format` would print it (within 88 columns).
 IDIOM = (

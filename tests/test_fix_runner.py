@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from neuron_lint import runner
-from neuron_lint.fix_command import fix_paths
-from neuron_lint.settings import Settings
+from neuron_lint.cli.fix import fix_paths
+from neuron_lint.config.settings import Settings
+from neuron_lint.engine import runner
 
 SCRIPT = textwrap.dedent('''\
     import torch

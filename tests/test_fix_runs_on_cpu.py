@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.apply import fix_text
-from neuron_lint.settings import Settings
 
 DATA = Path(__file__).resolve().parent / "data" / "cpu_runs"
 SHIM = DATA / "cuda_on_cpu.py"

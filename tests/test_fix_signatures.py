@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from neuron_lint.catalog import load_catalog
+from neuron_lint.catalog.loading import load_catalog
 from neuron_lint.fixes.plan import version_tuple
 
 torch = pytest.importorskip("torch")

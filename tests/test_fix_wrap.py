@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from neuron_lint.fixes.wrap import wrap_lines
+from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.apply import fix_text
-from neuron_lint.settings import Settings
+from neuron_lint.fixes.wrap import wrap_lines
 
 # one-line statements past 88 columns, as fixes leave them
 SHAPES = [

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from neuron_lint.model import CheckResult, Edit, FileError, Finding, Fix
-from neuron_lint.render import FORMATS, MACHINE_FORMATS, RenderOptions, get_renderer
+from neuron_lint.output import FORMATS, MACHINE_FORMATS, RenderOptions, get_renderer
 
 DATA = Path(__file__).parent / "data"
 SOURCE = (
@@ -67,7 +67,7 @@ def test_sarif_validates_against_the_official_schema(cli, project):
     run_ = log["runs"][0]
     assert log["version"] == "2.1.0"
     rules = run_["tool"]["driver"]["rules"]
-    from neuron_lint.catalog import load_catalog
+    from neuron_lint.catalog.loading import load_catalog
 
     assert [r["id"] for r in rules] == list(load_catalog().codes)
     cuda = next(r for r in rules if r["id"] == "NRN201")
@@ -236,7 +236,7 @@ def test_progress_is_never_shown_when_stderr_is_not_a_terminal(cli, tmp_path):
 def test_fix_edits_in_sarif_are_regions():
     f = Finding("a.py", 1, 1, 1, 9, "NRN201", "cuda-call", "cuda-specific", "m", "s",
                 fix=Fix("safe", (Edit(1, 1, 1, 9, "x.to(device)"), Edit(1, 1, 1, 1, "import torch\n"))))
-    from neuron_lint.render.sarif import sarif_log
+    from neuron_lint.output.sarif import sarif_log
 
     log = sarif_log(CheckResult(findings=[f]))
     reps = log["runs"][0]["results"][0]["fixes"][0]["artifactChanges"][0]["replacements"]

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-import neuron_lint.cache as cache_mod
+import neuron_lint.engine.cache as cache_mod
 from neuron_lint.api import check_paths
-from neuron_lint.cache import CACHE_DIR_NAME, Cache
+from neuron_lint.config.settings import Settings
+from neuron_lint.engine.cache import CACHE_DIR_NAME, Cache
 from neuron_lint.model import CheckResult
-from neuron_lint.settings import Settings
 
 CUDA = "import torch\nx = torch.ones(2).cuda()\n"
 posix_only = pytest.mark.skipif(os.name != "posix", reason="needs POSIX links, pipes and rlimits")

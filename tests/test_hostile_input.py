@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_lint import discovery
 from neuron_lint.api import check_file, check_paths, check_source
+from neuron_lint.config.settings import Settings
 from neuron_lint.errors import ParseError
-from neuron_lint.settings import Settings
+from neuron_lint.io import discovery
 
 CUDA = "import torch\nx = torch.ones(1).cuda()\n"  # NRN201 at 2:19
 GOOD_NAME = "good.py"
@@ -232,7 +232,7 @@ def test_many_findings_on_one_long_non_ascii_line_take_linear_time():
 
 
 def test_character_columns_match_python_on_any_line():
-    from neuron_lint.positions import LineIndex
+    from neuron_lint.io.positions import LineIndex
 
     rnd = random.Random(5)
     alphabet = "aZ _(π)é€😀\t\x0c中"
@@ -268,7 +268,7 @@ def test_a_walk_that_hits_the_recursion_limit_is_retried_with_room(monkeypatch):
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(300)  # the walk of 400 levels cannot fit in the calling thread
     try:
-        from neuron_lint import pipeline as api
+        from neuron_lint.engine import pipeline as api
 
         tree = api.parse(code)  # parse before lowering further
         monkeypatch.setattr(api, "parse", lambda text, path="<string>": tree)
@@ -545,7 +545,7 @@ def test_the_cli_exit_code_with_only_good_files_is_unchanged(tmp_path, cli):
 
 
 def test_an_internal_error_in_one_file_does_not_stop_the_scan(tmp_path, monkeypatch):
-    from neuron_lint import pipeline as api
+    from neuron_lint.engine import pipeline as api
 
     real = api.analyze_source
 
@@ -615,7 +615,8 @@ def test_fuzz_every_nesting_depth_is_analyzed_or_refused_cleanly(shape):
 
 def test_a_worker_that_dies_does_not_hang_the_scan(tmp_path, monkeypatch):
     """A worker killed for memory (or crashing) must not leave the run waiting forever."""
-    from neuron_lint import pipeline as api, runner
+    from neuron_lint.engine import pipeline as api
+    from neuron_lint.engine import runner
 
     for i in range(12):
         (tmp_path / f"m{i:02}.py").write_text(CUDA + "# padding\n" * 5000)
@@ -666,7 +667,7 @@ def test_no_thread_for_a_deep_walk_is_a_clear_error(monkeypatch):
     """Where no big-stack thread can start (capped virtual memory), the file is refused by name."""
     import threading
 
-    from neuron_lint import deep
+    from neuron_lint.engine import recursion as deep
 
     def no_threads(self):
         raise RuntimeError("can't start new thread")

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import as_other_user
 
-from neuron_lint import config, discovery
-from neuron_lint.add_noqa import add_noqa, add_noqa_to_text
 from neuron_lint.api import analyze_source, check_paths
-from neuron_lint.catalog import load_catalog
-from neuron_lint.settings import Settings
+from neuron_lint.catalog.loading import load_catalog
+from neuron_lint.config import files as config
+from neuron_lint.config.settings import Settings
+from neuron_lint.io import discovery
+from neuron_lint.suppress.add_noqa import add_noqa, add_noqa_to_text
 
 CUDA = "import torch\nx = torch.ones(1).cuda()\n"  # NRN201 at 2:19
 
@@ -69,7 +70,7 @@ def test_add_noqa_never_writes_inside_a_string_or_after_a_backslash(tmp_path, na
 
 def test_add_noqa_to_text_refuses_rather_than_writing_a_comment_that_is_not_read(monkeypatch):
     """The result is verified: if a placement were ever wrong, nothing is written."""
-    from neuron_lint import add_noqa as module
+    from neuron_lint.suppress import add_noqa as module
 
     text, _ = PLACEMENT["backslash"]
     findings, _ = analyze_source(text, "m.py", Settings(), load_catalog())
@@ -229,7 +230,7 @@ def test_glob_matching_is_unchanged_by_compiling():
     """The compiled glob set matches exactly what fnmatch per pattern matched (name, path, tail, absolute)."""
     import fnmatch
 
-    from neuron_lint.settings import GlobSet
+    from neuron_lint.config.settings import GlobSet
 
     patterns = ["build", "*.pyi", "legacy/*.py", "a/b", "[ab]?.py", "x*/y", "/abs/dir/*", "deep/*/z.py", "q"]
     paths = ["build", "src/build", "m.pyi", "legacy/x.py", "src/legacy/x.py", "a/b", "z/a/b", "aa.py", "c1.py",

@@ -1,4 +1,4 @@
-"""Hostile names and hostile streams: what neuron-lint writes survives both (render/safe_output.py).
+"""Hostile names and hostile streams: what neuron-lint writes survives both (output/safe_output.py).
 
 File names that are not UTF-8 or hold terminal control sequences; an ASCII-only stdout; a reader
 that goes away (``| head -1``); a full disk; ``COLUMNS=0``. No traceback, no "internal error",

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from conftest import as_other_user
 
-from neuron_lint import cache as cache_module
-from neuron_lint.fixing import fix_file
-from neuron_lint.settings import Settings
+from neuron_lint.config.settings import Settings
+from neuron_lint.engine import cache as cache_module
+from neuron_lint.fixes.files import fix_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CUDA = "import torch\n\nx = torch.ones(2).cuda()\n"
@@ -97,7 +97,7 @@ def test_fix_leaves_a_file_this_user_cannot_write_in_a_folder_it_can():
 
 # ---------------------------------------------------------------------- the cache probe
 def test_a_file_rewritten_with_the_same_size_and_mtime_during_the_scan_cannot_poison_the_cache(tmp_path, monkeypatch, catalog):
-    from neuron_lint.runner import run
+    from neuron_lint.engine.runner import run
 
     path = tmp_path / "train.py"
     path.write_text(CUDA)

@@ -10,9 +10,9 @@ import textwrap
 import pytest
 
 from neuron_lint.api import check_paths
-from neuron_lint.catalog import load_catalog
+from neuron_lint.catalog.loading import load_catalog
+from neuron_lint.config.settings import Settings
 from neuron_lint.manifests import check_manifest_text, manifest_kind
-from neuron_lint.settings import Settings
 
 CATALOG = load_catalog()
 ALL = Settings(extend_select=("NRN",))
@@ -225,7 +225,7 @@ def test_ignore_and_select_apply_to_manifests(tmp_path):
     ],
 )
 def test_manifest_match_is_validated(tmp_path, match, problem):
-    from neuron_lint.catalog import CatalogError, load_catalog_from, rules_dir
+    from neuron_lint.catalog.loading import CatalogError, load_catalog_from, rules_dir
 
     text = (rules_dir() / "NRN681-triton-package.toml").read_text()
     text = re.sub(r"(?m)^manifest = \[.*\]$", lambda _: match, text, count=1)
@@ -235,7 +235,9 @@ def test_manifest_match_is_validated(tmp_path, match, problem):
     assert "NRN681-triton-package.toml" in str(exc.value) and problem in str(exc.value)
 
 
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 _MANIFEST_ALPHABET = st.sampled_from(list("abc-_.=<>!~[];:#@+*/\\'\" \t\n-  ") + ["torch", "cu121", "pip:", "- ", "[options]",
                                                                                     "install_requires =", "dependencies:", "https://", "--index-url"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_lint.config import project_min_torch, resolve
+from neuron_lint.config.files import project_min_torch, resolve
 from neuron_lint.fixes.apply import fix_text
 from neuron_lint.manifests import declared_torch
 

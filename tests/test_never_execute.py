@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from neuron_lint.api import check_paths
-from neuron_lint.settings import Settings
+from neuron_lint.config.settings import Settings
 
 # Each file, if imported or run, leaves evidence and then ends the process in a different way.
 SIDE_EFFECTS = {
@@ -110,7 +110,7 @@ def test_configuration_is_data_only(tmp_path, cli):
     attempts = [
         'plugins = ["plugin"]',
         'output-format = "plugin:render"',
-        'output-format = "neuron_lint.render.full:render"',
+        'output-format = "neuron_lint.output.full:render"',
         'select = ["__import__(\'plugin\')"]',
         'per-file-ignores = { "a.py" = ["plugin:main"] }',
         'device = "__import__(\'plugin\')"',

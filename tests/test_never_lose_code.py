@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_lint import fixing
-from neuron_lint.fixing import fix_file
-from neuron_lint.settings import Settings
+from neuron_lint.config.settings import Settings
+from neuron_lint.fixes import files as fixing
+from neuron_lint.fixes.files import fix_file
+from neuron_lint.io import atomic_write as atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "cuda_project"
@@ -209,7 +210,7 @@ def test_a_pipe_or_device_is_never_read_by_fix(tmp_path):
 def test_a_file_changed_between_read_and_write_is_left_alone(tmp_path, monkeypatch):
     path = tmp_path / "m.py"
     path.write_text(SCRIPT)
-    monkeypatch.setattr(fixing, "_same_file", _racing_same_file(path))
+    monkeypatch.setattr(atomic, "_same_file", _racing_same_file(path))
     result = fix_file(path, Settings())
     assert not result.written
     assert "changed on disk" in result.error.reason and "left alone" in result.error.reason
@@ -219,7 +220,7 @@ def test_a_file_changed_between_read_and_write_is_left_alone(tmp_path, monkeypat
 
 def _racing_same_file(path: Path):
     """The second look (right before the swap) finds someone else's edit."""
-    real = fixing._same_file
+    real = atomic._same_file
     calls = []
 
     def check(target, data, st):
@@ -232,12 +233,12 @@ def _racing_same_file(path: Path):
 
 
 def test_the_cli_names_a_file_changed_during_fix(tmp_path, monkeypatch, capsys):
-    from neuron_lint.fix_command import run_fix
+    from neuron_lint.cli.fix import run_fix
 
     path = tmp_path / "m.py"
     path.write_text(SCRIPT)
     (tmp_path / "other.py").write_text(SCRIPT)
-    monkeypatch.setattr(fixing, "_same_file", _racing_same_file(path))
+    monkeypatch.setattr(atomic, "_same_file", _racing_same_file(path))
     code = run_fix([str(tmp_path)], Settings())
     err = capsys.readouterr().err
     assert code == 2
@@ -255,8 +256,8 @@ def test_a_signal_inside_the_write_leaves_no_temporary_file(tmp_path, sig):
     path.write_text(SCRIPT)
     probe = textwrap.dedent(f"""
         import os, signal, sys
-        from neuron_lint import fixing
-        from neuron_lint.settings import Settings
+        from neuron_lint.fixes import files as fixing
+        from neuron_lint.config.settings import Settings
         real_fsync = os.fsync
         def fsync_then_signal(fd):
             real_fsync(fd)
@@ -347,7 +348,7 @@ def test_two_fix_runs_on_one_tree_corrupt_nothing(tmp_path):
 # ---------------------------------------------------------------- check --add-noqa writes files too
 @posix_only
 def test_add_noqa_writes_like_fix(tmp_path, monkeypatch):
-    from neuron_lint.add_noqa import add_noqa
+    from neuron_lint.suppress.add_noqa import add_noqa
 
     real = tmp_path / "real.py"
     real.write_bytes(b"\xef\xbb\xbf" + SCRIPT.replace("\n", "\r\n").encode())
@@ -371,11 +372,11 @@ def test_add_noqa_writes_like_fix(tmp_path, monkeypatch):
 
 
 def test_add_noqa_leaves_a_file_changed_meanwhile_alone(tmp_path, monkeypatch):
-    from neuron_lint.add_noqa import add_noqa
+    from neuron_lint.suppress.add_noqa import add_noqa
 
     path = tmp_path / "m.py"
     path.write_text(SCRIPT)
-    monkeypatch.setattr(fixing, "_same_file", _racing_same_file(path))
+    monkeypatch.setattr(atomic, "_same_file", _racing_same_file(path))
     done = add_noqa([str(path)], Settings())
     assert "changed on disk" in done.errors[0].reason
     assert path.read_text() == SCRIPT + "# a colleague's edit\n"

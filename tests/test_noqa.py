@@ -7,10 +7,10 @@ import stat
 
 import pytest
 
-from neuron_lint.add_noqa import add_noqa_to_text
 from neuron_lint.api import check_source
-from neuron_lint.noqa import scan
-from neuron_lint.settings import Settings
+from neuron_lint.config.settings import Settings
+from neuron_lint.suppress.add_noqa import add_noqa_to_text
+from neuron_lint.suppress.noqa import scan
 
 CUDA_AND_DOUBLE = "import torch\nx = torch.ones(2).cuda().double(){comment}\n"
 WITH_901 = Settings(extend_select=("NRN901",))
@@ -270,7 +270,7 @@ def test_comment_finder_agrees_with_tokenize(newline):
     import tokenize
     from pathlib import Path
 
-    from neuron_lint.noqa import _lex
+    from neuron_lint.suppress.noqa import _lex
 
     root = Path(__file__).resolve().parent.parent
     texts = [TRICKY] + [p.read_text() for p in sorted((root / "neuron_lint").rglob("*.py"))]

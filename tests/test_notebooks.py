@@ -11,11 +11,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from neuron_lint.add_noqa import add_noqa
 from neuron_lint.api import check_paths
-from neuron_lint.fixing import fix_file
-from neuron_lint.render import RenderOptions, get_renderer
-from neuron_lint.settings import Settings
+from neuron_lint.config.settings import Settings
+from neuron_lint.fixes.files import fix_file
+from neuron_lint.output import RenderOptions, get_renderer
+from neuron_lint.suppress.add_noqa import add_noqa
 
 DATA = Path(__file__).parent / "data"
 

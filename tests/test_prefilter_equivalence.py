@@ -1,6 +1,6 @@
 """The word prefilter and the pruned walk give exactly the findings of the earlier substring prefilter.
 
-`neuron_lint.prefilter.active` decides, from a file's words, which matches can fire there; the
+`neuron_lint.catalog.prefilter.active` decides, from a file's words, which matches can fire there; the
 analyzer then leaves out the work of the others, and a file where none can is not walked. The earlier
 path (`may_match_substring`, then a walk doing every kind of match) is the reference: on every file
 both must give the same findings, syntax errors included.
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from neuron_lint import pipeline as api
+from neuron_lint.catalog.index import build_index
+from neuron_lint.catalog.prefilter import active, may_match_substring
+from neuron_lint.config.settings import Settings
+from neuron_lint.engine import pipeline as api
 from neuron_lint.errors import ParseError
-from neuron_lint.index import build_index
-from neuron_lint.prefilter import active, may_match_substring
-from neuron_lint.settings import Settings
-from neuron_lint.source import SourceError, decode
+from neuron_lint.io.source import SourceError, decode
 
 ROOT = Path(__file__).resolve().parent.parent
 EVERY_RULE = Settings(extend_select=("NRN",))

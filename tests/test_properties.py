@@ -21,15 +21,16 @@ from pathlib import Path
 
 import hypothesmith
 import pytest
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from neuron_lint.api import analyze_source, check_file, check_paths, check_source
-from neuron_lint.catalog import load_catalog
+from neuron_lint.catalog.loading import load_catalog
+from neuron_lint.config.settings import Settings
 from neuron_lint.errors import ParseError
-from neuron_lint.fixes.edits import apply_edits
 from neuron_lint.fixes.apply import applicable, fix_text
-from neuron_lint.positions import LineIndex
-from neuron_lint.settings import Settings
+from neuron_lint.fixes.edits import apply_edits
+from neuron_lint.io.positions import LineIndex
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").rglob("*.py"))
@@ -321,8 +322,8 @@ def test_findings_do_not_depend_on_how_files_are_checked(tmp_path, monkeypatch):
     settings_ = Settings()
     serial = check_paths(["."], settings_, jobs=1)
     assert serial.errors and serial.findings  # the tree has both
-    from neuron_lint import runner
-    from neuron_lint.cache import Cache
+    from neuron_lint.engine import runner
+    from neuron_lint.engine.cache import Cache
 
     monkeypatch.setattr(runner, "SERIAL_BYTES", 0)  # use workers even for this small tree
     monkeypatch.setattr(runner, "SERIAL_FILES", 1)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from neuron_lint.api import check_source
+from neuron_lint.config.settings import Settings
 from neuron_lint.manifests import check_manifest_text
-from neuron_lint.settings import Settings
 
 ALL = Settings(extend_select=("NRN",))
 ROOT = Path(__file__).resolve().parents[1]

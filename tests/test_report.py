@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 
 from neuron_lint.api import check_paths
+from neuron_lint.config.settings import Settings
 from neuron_lint.report import build_report
 from neuron_lint.report.schema import SCHEMA
-from neuron_lint.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -3,7 +3,7 @@
 import pytest
 
 from neuron_lint.api import check_source
-from neuron_lint.settings import Settings
+from neuron_lint.config.settings import Settings
 
 ALL = Settings(extend_select=("NRN",))
 
@@ -137,10 +137,10 @@ def _walk_file(path) -> list[str]:
     """Rule codes the analyzer reports for a file on disk (the analyzer knows where the file lives)."""
     import ast
 
-    from neuron_lint.analyzer import Analyzer
-    from neuron_lint.catalog import load_catalog
-    from neuron_lint.index import build_index
-    from neuron_lint.matchers import MATCHERS
+    from neuron_lint.catalog.index import build_index
+    from neuron_lint.catalog.loading import load_catalog
+    from neuron_lint.catalog.registry import MATCHERS
+    from neuron_lint.engine.analyzer import Analyzer
 
     catalog = load_catalog()
     index = build_index(catalog, ALL.enabled_codes(catalog))

@@ -197,8 +197,8 @@ def apply_edit(texts: dict[str, str], edit: dict) -> dict[str, str]:
 def written_by_fix(beside: Path, text: str) -> str:
     """What ``neuron-lint fix`` writes for ``text`` in the folder of ``beside`` (same settings), by
     the fix command's own code, run on a copy."""
-    from neuron_lint.config import from_command_line
-    from neuron_lint.fix_command import run_fix
+    from neuron_lint.cli.fix import run_fix
+    from neuron_lint.config.files import from_command_line
 
     copy = beside.with_name(f"{beside.stem}_fixed_copy.py")
     copy.write_text(text)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from neuron_lint import runner
 from neuron_lint.api import check_paths
-from neuron_lint.cache import Cache
-from neuron_lint.settings import Settings
+from neuron_lint.config.settings import Settings
+from neuron_lint.engine import runner
+from neuron_lint.engine.cache import Cache
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -98,7 +98,7 @@ def test_warm_run_does_not_analyze_again(in_project, tmp_path, monkeypatch):
     cache_dir = tmp_path / "cache"
     cold = snapshot(check_paths(["."], settings, jobs=1, cache=Cache(cache_dir, settings)))
 
-    import neuron_lint.pipeline as pipeline
+    import neuron_lint.engine.pipeline as pipeline
 
     def boom(*args, **kwargs):
         raise AssertionError("a cached file was checked again")

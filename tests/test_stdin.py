@@ -6,8 +6,8 @@ import io
 import json
 from pathlib import Path
 
-from neuron_lint.settings import Settings
-from neuron_lint.stdin import check_stdin, fix_stdin
+from neuron_lint.cli.stdin import check_stdin, fix_stdin
+from neuron_lint.config.settings import Settings
 
 CUDA = "import torch\nx = torch.ones(1).cuda()\n"
 

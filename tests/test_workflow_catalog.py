@@ -14,7 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from neuron_lint.catalog import load_catalog
+from neuron_lint.catalog.loading import load_catalog
 from neuron_lint.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,8 +79,8 @@ def test_rule_all_and_json(run):
 
 
 def test_rule_pages_cite_public_urls_not_the_unshipped_digests(run):
-    from neuron_lint.render.sarif import sarif_log
     from neuron_lint.model import CheckResult
+    from neuron_lint.output.sarif import sarif_log
 
     for rule in load_catalog().rules:
         page = run("rule", rule.code).stdout

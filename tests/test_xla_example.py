@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.apply import fix_text
-from neuron_lint.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "xla_project"

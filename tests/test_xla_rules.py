@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from neuron_lint.api import check_source
-from neuron_lint.catalog import load_catalog
+from neuron_lint.catalog.loading import load_catalog
+from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.apply import fix_text
 from neuron_lint.model import CheckResult
 from neuron_lint.report import build_report
-from neuron_lint.settings import Settings
 
 CATALOG = load_catalog()
 XLA_RULES = [r for r in CATALOG.rules if r.category == "legacy-xla"]
@@ -127,9 +127,9 @@ def test_report_has_a_legacy_xla_section():
     assert legacy["findings"] == sum(1 for f in findings if f.code.startswith("NRN7"))
     assert legacy["safe_fixable"] + legacy["unsafe_fixable"] + legacy["manual"] == legacy["findings"]
     assert legacy["lines"] == 7
-    from neuron_lint.report.markdown import render
-
     import io
+
+    from neuron_lint.report.markdown import render
     buf = io.StringIO()
     render(report, buf)
     assert "Legacy PyTorch/XLA path" in buf.getvalue()

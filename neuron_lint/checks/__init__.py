@@ -1,8 +1,8 @@
 """Python matchers, one module per rule (or per family of closely related ones).
 
-Each module registers its matchers in :data:`neuron_lint.matchers.MATCHERS` when imported; importing
+Each module registers its matchers in :data:`neuron_lint.catalog.registry.MATCHERS` when imported; importing
 this package imports them all. A matcher uses only the public API of
-:class:`neuron_lint.semantic.SemanticModel`.
+:class:`neuron_lint.engine.semantic.SemanticModel`.
 """
 
 from . import (  # noqa: F401  (each registers its matchers)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterable
 
-from ..matchers import matcher
-from ..values import argument
+from ..catalog.registry import matcher
+from ..engine.values import argument
 
 if TYPE_CHECKING:
-    from ..semantic import SemanticModel
+    from ..engine.semantic import SemanticModel
 
 
 _COMPILE_CALLS = ("torch.compile", "torch._dynamo.optimize")

@@ -6,10 +6,10 @@ import ast
 import re
 from typing import TYPE_CHECKING, Iterable
 
-from ..matchers import matcher
+from ..catalog.registry import matcher
 
 if TYPE_CHECKING:
-    from ..semantic import SemanticModel
+    from ..engine.semantic import SemanticModel
 
 
 _CUDA_ENV_NAME = re.compile(

@@ -6,11 +6,11 @@ import ast
 import re
 from typing import TYPE_CHECKING, Iterable
 
-from ..matchers import matcher
-from ..project_facts import project_builds_cuda
+from ..catalog.registry import matcher
+from ..engine.project_facts import project_builds_cuda
 
 if TYPE_CHECKING:
-    from ..semantic import SemanticModel
+    from ..engine.semantic import SemanticModel
 
 
 #: Module names of compiled CUDA extensions (``fused_adam_cuda``, ``ms_deform_attn_cuda``, ``amp_C``); a

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterable
 
-from ..matchers import matcher
-from ..parameters import parameter_defaults
-from ..values import argument
+from ..catalog.registry import matcher
+from ..engine.parameters import parameter_defaults
+from ..engine.values import argument
 from .device_strings import cuda_literal, device_named
 
 if TYPE_CHECKING:
-    from ..semantic import SemanticModel
+    from ..engine.semantic import SemanticModel
 
 
 def _availability_idiom(node: ast.AST | None) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
-from ..matchers import matcher
+from ..catalog.registry import matcher
 
 #: Calls and keywords whose presence in the decided code makes the comparison device-specific.
 DEVICE_SPECIFIC = frozenset({

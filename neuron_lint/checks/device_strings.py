@@ -7,11 +7,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterable
 
-from ..matchers import matcher
-from ..parameters import parameter_defaults
+from ..catalog.registry import matcher
+from ..engine.parameters import parameter_defaults
 
 if TYPE_CHECKING:
-    from ..semantic import SemanticModel
+    from ..engine.semantic import SemanticModel
 
 
 _DEVICE_NAMES = ("device", "device_*", "*_device", "DEVICE", "*_DEVICE", "DEVICE_*")

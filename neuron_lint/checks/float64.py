@@ -4,7 +4,7 @@ A dtype or API named where its value is only inspected creates nothing on the de
 torch.float64`` (a comparison), ``{torch.float64: 8}`` (a lookup table), ``dtype=torch.float64,
 device="cpu"`` (a host tensor), ``isinstance(model, DataParallel)`` (a class inspected),
 ``x.cpu().to(torch.float64)`` (a host copy). The walker marks such expressions with the functions
-here (:attr:`neuron_lint.semantic.SemanticModel.inert`); a name match found on one is not reported.
+here (:attr:`neuron_lint.engine.semantic.SemanticModel.inert`); a name match found on one is not reported.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from ..matchers import matcher
+from ..catalog.registry import matcher
 
 if TYPE_CHECKING:
-    from ..semantic import SemanticModel
+    from ..engine.semantic import SemanticModel
 
 #: `x.cpu().double()`: these methods make a float64 (complex) copy, on the host after `.cpu()`.
 DTYPE_METHODS = frozenset({"double", "cfloat", "cdouble", "chalf"})

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterable
 
-from ..matchers import matcher
+from ..catalog.registry import matcher
 
 if TYPE_CHECKING:
-    from ..semantic import SemanticModel
+    from ..engine.semantic import SemanticModel
 
 
 #: Keywords only Hugging Face's `generate()` takes in practice; one must be present.

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterable
 
-from ..matchers import matcher
+from ..catalog.registry import matcher
 
 if TYPE_CHECKING:
-    from ..semantic import SemanticModel
+    from ..engine.semantic import SemanticModel
 
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1

@@ -20,7 +20,7 @@ import ast
 import re
 from typing import Iterable
 
-from ..matchers import matcher
+from ..catalog.registry import matcher
 
 DEVICE_STRING = re.compile(r"^xla(:\d*)?$")
 COMPILE_BACKENDS = re.compile(r"^(openxla(_eval)?|aot_torchxla_\w+)$")

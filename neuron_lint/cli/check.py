@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Iterator, TextIO
 
 from ..errors import UsageError
-from ..render import MACHINE_FORMATS
-from ..render.safe_output import EscapingWriter, err_line
+from ..output import MACHINE_FORMATS
+from ..output.safe_output import EscapingWriter, err_line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 #: Output formats that show each fix's text edits (computed with LibCST only for them).
@@ -81,7 +81,7 @@ def output_stream(path: str | None) -> Iterator[TextIO]:
 
 def run_check(resolved, request: CheckRequest) -> int:
     """Check (with ``request.fix``: fix, then check) the paths; the exit code."""
-    from ..config_tree import SettingsTree
+    from ..config.per_file import SettingsTree
 
     tree = SettingsTree(resolved)
     fmt = tree.output_format
@@ -97,7 +97,7 @@ def run_check(resolved, request: CheckRequest) -> int:
     if request.fix or request.diff:
         warn_old_torch(resolved, request.quiet)
     if request.diff:
-        from ..fix_command import run_fix
+        from .fix import run_fix
 
         return run_fix(paths, tree, diff=True, quiet=request.quiet, jobs=request.jobs or None, **fix_streams(True))
     if request.add_noqa:
@@ -107,16 +107,16 @@ def run_check(resolved, request: CheckRequest) -> int:
 
 
 def _check_and_render(paths: list[str], tree, request: CheckRequest, out: TextIO) -> int:
-    from ..runner import check_paths
+    from ..engine.runner import check_paths
+    from ..output import RenderOptions, get_renderer
     from .progress import progress_bar, wanted
-    from ..render import RenderOptions, get_renderer
 
     fmt = tree.output_format
     # with a machine format, standard output (or the file) holds the document and nothing else
     notes = EscapingWriter(sys.stderr if fmt in MACHINE_FORMATS else out)
     outcome = None
     if request.fix:
-        from ..fix_command import apply_fixes, fixed_file_lines
+        from .fix import apply_fixes, fixed_file_lines
 
         outcome = apply_fixes(paths, tree, jobs=request.jobs or None)
         for e in outcome.errors:
@@ -130,7 +130,7 @@ def _check_and_render(paths: list[str], tree, request: CheckRequest, out: TextIO
     errors = report_errors(result, already) + (len(outcome.errors) if outcome is not None else 0)
     warn_if_nothing_checked(result, request.quiet)
     if request.statistics:
-        from ..render.statistics import render_statistics
+        from ..output.statistics import render_statistics
 
         render_statistics(result, out, as_json=fmt == "json", unsafe_fixes=tree.unsafe_fixes,
                           quiet=request.quiet or outcome is not None)
@@ -139,7 +139,7 @@ def _check_and_render(paths: list[str], tree, request: CheckRequest, out: TextIO
                                 unsafe_fixes=tree.unsafe_fixes)
         get_renderer(fmt)(result, out, options)
     if outcome is not None and not request.quiet:
-        from ..fix_command import after_fix_summary
+        from .fix import after_fix_summary
 
         for line in after_fix_summary(outcome, result, tree.unsafe_fixes, errors):
             notes.write(line + "\n")
@@ -166,7 +166,7 @@ def warn_old_torch(resolved, quiet: bool) -> None:
 
 def _add_noqa(paths: list[str], settings, quiet: bool) -> int:
     """``check --add-noqa``: suppress every current finding and say how many."""
-    from ..add_noqa import add_noqa
+    from ..suppress.add_noqa import add_noqa
 
     done = add_noqa(paths, settings)
     report_errors(done)
@@ -182,8 +182,8 @@ def open_cache(settings, no_cache: bool):
 
     if no_cache or os.environ.get("NEURON_LINT_NO_CACHE", "") not in ("", "0"):
         return None
-    from ..cache import Cache, default_cache_dir
-    from ..config_tree import base_of
+    from ..config.per_file import base_of
+    from ..engine.cache import Cache, default_cache_dir
 
     return Cache(default_cache_dir(), base_of(settings))
 
@@ -191,8 +191,8 @@ def open_cache(settings, no_cache: bool):
 # ---------------------------------------------------------------------------- standard input
 def read_stdin_or_say(settings, name: str):
     """Standard input's bytes, or None after saying why it could not be read."""
-    from ..source import SourceError
-    from ..stdin import read_stdin
+    from ..io.source import SourceError
+    from .stdin import read_stdin
 
     try:
         return read_stdin(settings)
@@ -203,8 +203,8 @@ def read_stdin_or_say(settings, name: str):
 
 def check_stdin_command(stdin_filename, settings, request: CheckRequest) -> int:
     """``check -``: findings for standard input (with --fix or --diff: as ``fix -``)."""
-    from ..render import RenderOptions, get_renderer
-    from ..stdin import check_stdin, name_of
+    from ..output import RenderOptions, get_renderer
+    from .stdin import check_stdin, name_of
 
     if request.add_noqa:
         raise UsageError("--add-noqa needs files; it cannot write to standard input")
@@ -223,11 +223,11 @@ def check_stdin_command(stdin_filename, settings, request: CheckRequest) -> int:
     report_errors(result)
     with output_stream(request.output_file) as out:
         if request.statistics:
-            from ..render.statistics import render_statistics
+            from ..output.statistics import render_statistics
 
             render_statistics(result, out, as_json=fmt == "json", unsafe_fixes=settings.unsafe_fixes, quiet=request.quiet)
         else:
-            from ..pipeline import display_path
+            from ..engine.pipeline import display_path
 
             options = RenderOptions(show_source=request.show_source, quiet=request.quiet, unsafe_fixes=settings.unsafe_fixes,
                                     texts={display_path(name): data})
@@ -238,8 +238,8 @@ def check_stdin_command(stdin_filename, settings, request: CheckRequest) -> int:
 
 
 def fix_stdin_command(stdin_filename, settings, diff: bool, quiet: bool) -> int:
-    from ..render.safe_output import BinaryOut
-    from ..stdin import fix_stdin, name_of
+    from ..output.safe_output import BinaryOut
+    from .stdin import fix_stdin, name_of
 
     name = name_of(stdin_filename)
     data = read_stdin_or_say(settings, name)

@@ -17,9 +17,9 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Console-script entry point. Everything written goes through :mod:`.render.safe_output`:
+    """Console-script entry point. Everything written goes through :mod:`..output.safe_output`:
     a closed pipe ends the output quietly with the run's exit code; a full disk is exit code 2."""
-    from ..render.safe_output import finish, install
+    from ..output.safe_output import finish, install
 
     install()
     code: object = 0

@@ -9,7 +9,7 @@ import sys
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
         from .. import __version__
-        from ..render.safe_output import finish, install
+        from ..output.safe_output import finish, install
 
         install()
         sys.stdout.write(f"neuron-lint {__version__}\n")

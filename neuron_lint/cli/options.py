@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from ..render import FORMATS
+from ..output import FORMATS
 
 #: Shown for each option that takes an output format.
 FORMAT_CHOICES = ", ".join(FORMATS)

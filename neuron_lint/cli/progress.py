@@ -31,7 +31,7 @@ def estimate(elapsed: float, done_bytes: int, total_bytes: int) -> float | None:
 
 
 def wanted(output_format: str, quiet: bool, stream: TextIO | None = None) -> bool:
-    from ..render import MACHINE_FORMATS
+    from ..output import MACHINE_FORMATS
 
     stream = stream if stream is not None else sys.stderr
     try:
@@ -47,13 +47,19 @@ def _noop(n: int, nbytes: int = 0) -> None:
 
 @contextmanager
 def progress_bar(enabled: bool, stream: TextIO | None = None) -> Iterator[Callable[[int], Advance] | None]:
-    """Yields ``start(total, total_bytes) -> advance(n, nbytes)`` for :func:`neuron_lint.runner.check_paths`,
+    """Yields ``start(total, total_bytes) -> advance(n, nbytes)`` for :func:`neuron_lint.engine.runner.check_paths`,
     or None when off."""
     if not enabled:
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+    )
     from rich.text import Text
 
     class TimeColumn(ProgressColumn):

@@ -7,9 +7,9 @@ from typing import List, Optional
 
 import typer
 
+from ..output.safe_output import err_line
 from . import options as opt
 from .typer_app import EXIT_ERROR, EXIT_OK, app, fail, user_facing_errors
-from ..render.safe_output import err_line
 
 REPORT_FORMATS_HELP = "terminal (default), markdown, html or json."
 
@@ -39,12 +39,12 @@ def report_cmd(
     be read or parsed (the report is still written and lists it).
     """
     with user_facing_errors(verbose):
-        from ..runner import check_paths, iter_files
-        from .check import open_cache, report_errors, warn_if_nothing_checked
-        from ..config import ConfigError, from_command_line
-        from ..config_tree import SettingsTree
-        from ..discovery import Missing, Skipped
+        from ..config.files import ConfigError, from_command_line
+        from ..config.per_file import SettingsTree
+        from ..engine.runner import check_paths, iter_files
+        from ..io.discovery import Missing, Skipped
         from ..report import build_report, get_report_renderer
+        from .check import open_cache, report_errors, warn_if_nothing_checked
 
         roots = paths or ["."]
         try:
@@ -67,7 +67,7 @@ def report_cmd(
             except OSError as exc:
                 raise fail(f"cannot write {output}: {exc.strerror or exc}")
             err_line(f"Wrote the {report_format} report to {output} ({data['verdict']}).")
-        else:  # the output layer (render.safe_output) deals with a closed pipe or a full disk
+        else:  # the output layer (output.safe_output) deals with a closed pipe or a full disk
             renderer(data, sys.stdout)
             sys.stdout.flush()
     raise typer.Exit(EXIT_ERROR if result.errors else EXIT_OK)

@@ -12,12 +12,12 @@ from typing import Optional
 
 import typer
 
+from ..output.safe_output import out_line
 from .typer_app import app, fail
-from ..render.safe_output import out_line
 
 
 def _catalog():
-    from ..catalog import CatalogError, load_catalog
+    from ..catalog.loading import CatalogError, load_catalog
 
     try:
         return load_catalog()
@@ -42,16 +42,16 @@ def rules_cmd(
         raise fail(f"unknown output format {output_format!r} (choose table or json)")
     catalog = _catalog()
     if output_format == "json":
-        from ..render.rule_text import rule_summary
+        from ..output.rule_text import rule_summary
 
         sys.stdout.write(json.dumps([rule_summary(r) for r in catalog.rules], indent=2) + "\n")
         return
     if _is_terminal():
-        from ..render.rules import print_rules_table
+        from ..output.rules import print_rules_table
 
         print_rules_table(catalog)
         return
-    from ..render.rule_text import rules_lines
+    from ..output.rule_text import rules_lines
 
     for line in rules_lines(catalog):
         out_line(line)
@@ -78,18 +78,18 @@ def rule_cmd(
             raise fail(f"unknown rule {code!r} (see `neuron-lint rules`)")
         rules = [rule]
     if output_format == "json":
-        from ..render.rule_text import rule_json
+        from ..output.rule_text import rule_json
 
         pages = [rule_json(r) for r in rules]
         sys.stdout.write(json.dumps(pages if all_rules else pages[0], indent=2, ensure_ascii=False) + "\n")
         return
     if _is_terminal():
-        from ..render.rules import print_rule
+        from ..output.rules import print_rule
 
         for rule in rules:
             print_rule(rule)
         return
-    from ..render.rule_text import rule_lines
+    from ..output.rule_text import rule_lines
 
     for i, rule in enumerate(rules):
         if i:

@@ -12,15 +12,15 @@ import json
 import os
 from pathlib import Path
 
-from ..render.safe_output import err_line, escape, out_line
+from ..output.safe_output import err_line, escape, out_line
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
 
 def _files(paths: list[str], tree):
     """(files, missing, skipped) as a run would find them."""
-    from ..pipeline import display_path
-    from ..discovery import Missing, Skipped, iter_python_files
+    from ..engine.pipeline import display_path
+    from ..io.discovery import Missing, Skipped, iter_python_files
 
     files, missing, skipped = [], [], []
     for item in iter_python_files(list(paths), tree):
@@ -59,8 +59,8 @@ def show_settings(paths: list[str], tree) -> int:
 
 def settings_lines(path: str, tree) -> list[str]:
     """The settings ``path`` is checked with, as text."""
-    from ..catalog import load_catalog
-    from ..config import KEYS
+    from ..catalog.loading import load_catalog
+    from ..config.files import KEYS
 
     resolved = tree.resolved_for(path)
     settings = resolved.settings
@@ -92,7 +92,7 @@ def settings_lines(path: str, tree) -> list[str]:
 
 def extends_chain(config: Path) -> list[Path]:
     """The files ``config`` extends, nearest first (already validated when the settings were read)."""
-    from ..config import EXTEND_KEY, _read_toml, _section
+    from ..config.files import EXTEND_KEY, _read_toml, _section
 
     chain: list[Path] = []
     current = config
@@ -107,7 +107,7 @@ def extends_chain(config: Path) -> list[Path]:
 
 
 def _shown(path: Path) -> str:
-    from ..pipeline import display_path
+    from ..engine.pipeline import display_path
 
     return display_path(path)
 

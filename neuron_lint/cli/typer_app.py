@@ -12,8 +12,8 @@ from typing import Iterator, List, Optional
 import typer
 
 from .. import __version__
+from ..output.safe_output import err_line, out_line
 from . import options as opt
-from ..render.safe_output import err_line, out_line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -62,8 +62,8 @@ def user_facing_errors(verbose: bool) -> Iterator[None]:
 
 def _settings_from_command_line(paths, stdin_filename, **values):
     """The run's configuration (or exit 2 naming the file and key), and whether it reads standard input."""
-    from ..config import ConfigError, from_command_line
-    from ..stdin import config_paths, uses_stdin
+    from ..config.files import ConfigError, from_command_line
+    from .stdin import config_paths, uses_stdin
 
     try:
         stdin = uses_stdin(paths, stdin_filename)
@@ -74,8 +74,8 @@ def _settings_from_command_line(paths, stdin_filename, **values):
 
 def _run(paths, stdin_filename, values: dict, request) -> int:
     """Resolve the configuration, then check (or fix) files or standard input; the exit code."""
-    from .check import check_stdin_command, run_check, warn_old_torch
     from ..errors import UsageError
+    from .check import check_stdin_command, run_check, warn_old_torch
 
     resolved, stdin = _settings_from_command_line(paths, stdin_filename, **values)
     try:
@@ -196,7 +196,7 @@ def fix_cmd(
 @app.command("clean")
 def clean_cmd() -> None:
     """Remove the result cache (.neuron_lint_cache/ at the project root)."""
-    from ..cache import clean, default_cache_dir
+    from ..engine.cache import clean, default_cache_dir
 
     directory = default_cache_dir()
     try:

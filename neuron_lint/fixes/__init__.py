@@ -27,7 +27,7 @@ import importlib.util
 from functools import lru_cache
 
 FIXERS_PACKAGE = __name__ + ".fixers"
-#: Fixes that edit comments, not code: :mod:`neuron_lint.noqa` writes their edits itself.
+#: Fixes that edit comments, not code: :mod:`neuron_lint.suppress.noqa` writes their edits itself.
 TEXT_FIXERS = frozenset({"unused_noqa"})
 
 

@@ -6,7 +6,7 @@ Each pass checks the text (ast), takes every applicable fix (safe ones, plus uns
 around it. The result must still parse; then the text is checked again. A fix that could not be
 applied in a pass (two fixes on one node) is retried on the next. It stops when nothing changes
 (at most ``MAX_PASSES`` passes). Files (encodings, notebooks, the atomic write) are
-:mod:`neuron_lint.fixing`'s.
+:mod:`neuron_lint.fixes.files`'s.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import io
 import tokenize
 from dataclasses import dataclass, field, replace
 
-from ..catalog import Catalog, load_catalog
+from ..catalog.loading import Catalog, load_catalog
+from ..config.settings import Settings
+from ..engine.pipeline import analyze_source, parse
 from ..errors import ParseError
+from ..io.positions import LineIndex, split_lines
 from ..model import Finding
-from ..pipeline import analyze_source, parse
-from ..positions import LineIndex, split_lines
-from ..project_style import DEFAULT_LINE_LENGTH
-from ..settings import Settings
 from .edits import apply_edits
+from .line_length import DEFAULT_LINE_LENGTH
 
 MAX_PASSES = 10
 

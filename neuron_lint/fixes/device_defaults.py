@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from ..parameters import parameter_defaults
+from ..engine.parameters import parameter_defaults
 from .decline import Decline
 from .device_choice import qual
 from .device_forms import convert, cst_literal_kind

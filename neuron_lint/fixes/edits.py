@@ -11,8 +11,8 @@ from __future__ import annotations
 import bisect
 import difflib
 
+from ..io.positions import LineIndex, split_lines
 from ..model import Edit, Finding
-from ..positions import LineIndex, split_lines
 
 
 def _common_prefix(a: str, b: str) -> int:

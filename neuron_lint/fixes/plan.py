@@ -12,9 +12,9 @@ import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..config.settings import Settings
+from ..io.positions import LineIndex
 from ..model import Applicability, Fix
-from ..positions import LineIndex
-from ..settings import Settings
 
 #: The module-level device variable a script gets, and the helper a library module gets.
 DEVICE_VAR = "DEVICE"

@@ -21,10 +21,15 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import parse_template_expression
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import (
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    ScopeProvider,
+)
 
+from ..config.settings import Settings
 from ..model import Finding
-from ..settings import Settings
 from . import load_fixer
 from .decline import Decline
 from .edits import minimal_edits

@@ -128,7 +128,7 @@ def plan_env_delete(ctx, hit, message: str, applicability: str | None = "unsafe"
 def line_limit(ctx) -> int:
     import os
 
-    from ..project_style import DEFAULT_LINE_LENGTH, line_length_of
+    from .line_length import DEFAULT_LINE_LENGTH, line_length_of
 
     path = getattr(ctx, "path", "") or ""
     if path and os.path.isfile(path):

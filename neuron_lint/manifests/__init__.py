@@ -21,7 +21,7 @@ The package, by job:
   :mod:`.conda`: one parser per manifest format;
 - :mod:`.kinds`: which files are manifests, and the parser for each kind;
 - :mod:`.checks`: rules fired on entries, a file's findings and errors;
-- :mod:`.suppression`: ``# noqa`` on a manifest line (the syntax of :mod:`neuron_lint.noqa`);
+- :mod:`.suppression`: ``# noqa`` on a manifest line (the syntax of :mod:`neuron_lint.suppress.noqa`);
 - :mod:`.add_noqa`: ``--add-noqa`` for manifests;
 - :mod:`.torch_version`: the oldest torch a project declares.
 """

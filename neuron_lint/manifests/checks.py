@@ -7,13 +7,14 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from ..catalog import Catalog, Match, Rule, load_catalog
-from ..finding_text import finding_text
+from ..catalog.loading import Catalog, Match, Rule, load_catalog
+from ..config.settings import Settings
+from ..engine.finding_text import finding_text
 from ..model import CheckResult, FileError, Finding
-from ..settings import Settings
 from .entries import Entry, normalize, tomllib
 from .kinds import manifest_kind, scan_text
 from .suppression import suppressed
+
 
 def pattern_matches(pattern: str, entry: Entry) -> bool:
     if pattern.startswith("url:"):
@@ -89,7 +90,7 @@ def check_manifest(path: Path | str, settings: Settings | None = None, catalog: 
     counted there, so here it counts as no extra file. ``data``: its bytes, when already read
     (standard input).
     """
-    from ..source import SourceError, decode, read_source_bytes
+    from ..io.source import SourceError, decode, read_source_bytes
 
     kind = manifest_kind(path)
     shown = shown if shown is not None else os.fspath(path)

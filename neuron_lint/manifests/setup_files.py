@@ -14,7 +14,7 @@ SETUP_KEYWORDS = ("install_requires", "extras_require", "setup_requires", "tests
 
 def scan_setup_py(text: str) -> Iterator[Entry]:
     """Requirements passed to ``setup(...)`` as literals or names bound to literals; never executed."""
-    from ..positions import LineIndex
+    from ..io.positions import LineIndex
 
     tree = ast.parse(text)  # SyntaxError: reported by the Python check of the same file
     lines = LineIndex(text)

@@ -1,4 +1,4 @@
-"""``# noqa`` on a manifest line: the directive syntax of :mod:`neuron_lint.noqa`, read from one line.
+"""``# noqa`` on a manifest line: the directive syntax of :mod:`neuron_lint.suppress.noqa`, read from one line.
 
 Every manifest kind with findings ends a comment at the line's end (``#`` in requirements files,
 TOML and YAML); the whole line is searched. A listed code silences the codes it begins
@@ -7,7 +7,7 @@ TOML and YAML); the whole line is searched. A listed code silences the codes it 
 
 from __future__ import annotations
 
-from ..noqa import Directive, line_directive
+from ..suppress.noqa import Directive, line_directive
 
 __all__ = ["suppressed", "with_codes"]
 

@@ -52,7 +52,7 @@ def declared_torch(directory: Path | str) -> tuple[tuple[int, ...], str] | None:
     run on every version the project says it supports. None when no requirement bounds torch
     from below. Unreadable or malformed manifests are passed over (``check`` reports them).
     """
-    from ..source import decode, read_source_bytes
+    from ..io.source import decode, read_source_bytes
 
     best: tuple[tuple[int, ...], str] | None = None
     for path in manifest_files(directory):

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from typing import Callable, TextIO
 
-from .model import EFFORT_POINTS, build_report
+from .figures import EFFORT_POINTS, build_report
 
 #: format name -> "module:function"; each function is ``render(report: dict, out: TextIO)``.
 REPORT_FORMATS: dict[str, str] = {
     "terminal": "neuron_lint.report.terminal:render",
     "markdown": "neuron_lint.report.markdown:render",
     "html": "neuron_lint.report.html:render",
-    "json": "neuron_lint.report.jsonfmt:render",
+    "json": "neuron_lint.report.json_data:render",
 }
 
 __all__ = ["REPORT_FORMATS", "EFFORT_POINTS", "build_report", "get_report_renderer"]
 
 
 def get_report_renderer(name: str) -> Callable[[dict, TextIO], None]:
-    from ..render import lazy_lookup
+    from ..output import lazy_lookup
 
     return lazy_lookup(REPORT_FORMATS, name, "report format")

@@ -15,7 +15,7 @@ from html import escape
 from typing import TextIO
 
 from ..model import position_text
-from ..render.safe_output import unicode_safe
+from ..output.safe_output import unicode_safe
 from .legacy import summary_lines
 from .text import FIX_WORDS, LEVEL_WORDS, file_rules, rules_text
 

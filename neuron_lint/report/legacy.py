@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from ..catalog import Catalog
+from ..catalog.loading import Catalog
 from ..model import Finding
 
 

@@ -7,7 +7,7 @@ import re
 from typing import TextIO
 
 from ..model import position_text
-from ..render.safe_output import escape
+from ..output.safe_output import escape
 from .legacy import summary_lines
 from .text import FIX_WORDS, LEVEL_WORDS, file_rules, rules_text
 

@@ -24,8 +24,8 @@ def _common_folder(roots: Iterable[str]) -> Path:
 
 def _declared_name(pyproject: Path) -> str | None:
     """``[project].name`` (or Poetry's ``[tool.poetry].name``) of a pyproject.toml, if it has one."""
-    from ..config import tomllib
-    from ..source import SourceError, read_source_bytes
+    from ..config.files import tomllib
+    from ..io.source import SourceError, read_source_bytes
 
     try:
         data = tomllib.loads(read_source_bytes(pyproject, 1024 * 1024).decode("utf-8"))

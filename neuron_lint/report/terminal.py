@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model import position_text
-from ..render.safe_output import console_width, escape
+from ..output.safe_output import console_width, escape
 from .legacy import summary_lines
 from .text import FIX_WORDS, LEVEL_WORDS, file_rules, rules_text
 

@@ -17,7 +17,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass, field
 
-from ..catalog import Catalog, load_catalog
+from ..catalog.loading import Catalog, load_catalog
 from ..errors import ParseError
 from ..model import Finding
 from .document_settings import DocumentSettings, SettingsCache, engine_path, is_excluded
@@ -80,7 +80,7 @@ class Engine:
 
     def analyze(self, unit: Unit, with_fixes: bool = False) -> Analysis:
         """Check a unit's text as it is in the editor (planning the fixes too, if asked)."""
-        from ..pipeline import check_source
+        from ..engine.pipeline import check_source
 
         doc_settings = self.settings.for_path(unit.path, self.root)
         view = view_of(unit, self.encoding)
@@ -111,7 +111,7 @@ class Engine:
         (a shared import or device definition goes to the first fix only), which is right for
         applying them all but not for applying one.
         """
-        from ..pipeline import parse
+        from ..engine.pipeline import parse
         from ..fixes.rewrite import with_edits
 
         wanted = findings[:MAX_QUICK_FIXES]

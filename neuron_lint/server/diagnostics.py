@@ -12,7 +12,7 @@ every other category                                   Warning        Informatio
 =====================================================  =============  ==============
 
 (Error for those two categories is what GitHub annotations and SARIF already say, see
-:mod:`neuron_lint.render.github`.) An unused ``# noqa`` (NRN901) is also tagged *unnecessary*, so
+:mod:`neuron_lint.output.github`.) An unused ``# noqa`` (NRN901) is also tagged *unnecessary*, so
 editors grey it out. A file that does not parse gets one Error diagnostic at the syntax error.
 """
 
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..catalog import Catalog
+from ..catalog.loading import Catalog
 from ..errors import ParseError
 from ..model import Finding
-from ..render.github import ERROR_CATEGORIES
+from ..output.github import ERROR_CATEGORIES
 from .views import DocumentView, NotebookView
 
 SOURCE = "neuron-lint"

@@ -2,7 +2,7 @@
 
 A document gets the settings ``neuron-lint check`` would use for its file: the nearest
 ``neuron-lint.toml`` or ``pyproject.toml`` with ``[tool.neuron-lint]`` above it, and the default
-``min-torch`` from the project's dependency manifests (:func:`neuron_lint.config.from_command_line`).
+``min-torch`` from the project's dependency manifests (:func:`neuron_lint.config.files.from_command_line`).
 They are resolved once per folder and cached until a configuration file or manifest changes.
 
 The editor may set ``unsafeFixes`` (``initializationOptions``, ``workspace/didChangeConfiguration``
@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..settings import Settings
+from ..config.settings import Settings
 
 #: Files whose change can change a document's settings: configuration files, the formatter's line
 #: length, and the manifests the default ``min-torch`` is read from.
@@ -104,7 +104,7 @@ class SettingsCache:
 
     def clear(self) -> None:
         """Forget every folder's settings (a configuration file or manifest changed)."""
-        from ..project_style import line_length_of
+        from ..fixes.line_length import line_length_of
 
         with self._lock:
             self._by_folder.clear()
@@ -112,8 +112,8 @@ class SettingsCache:
 
 
 def _resolve(folder: str) -> DocumentSettings:
-    from ..config import ConfigError, from_command_line
-    from ..project_style import line_length_of
+    from ..config.files import ConfigError, from_command_line
+    from ..fixes.line_length import line_length_of
 
     probe = os.path.join(folder, "__neuron_lint_document__.py")  # settings are found from the file's folder
     error = ""

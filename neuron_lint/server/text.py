@@ -17,7 +17,7 @@ import bisect
 
 from lsprotocol import types
 
-from ..positions import LineIndex
+from ..io.positions import LineIndex
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 

@@ -1,7 +1,7 @@
 """The module text the engine checks, and the way back from it to the editor's documents.
 
 A Python document is checked as it is (:class:`DocumentView`). A notebook's code cells are joined
-into one module (:func:`neuron_lint.notebook.join_cells`: magics masked, a separator line between
+into one module (:func:`neuron_lint.io.notebook.join_cells`: magics masked, a separator line between
 cells) and checked once, so that an import in one cell is known in the next
 (:class:`NotebookView`); a position in the joined module is mapped back to its cell. Either way a
 view turns engine positions into LSP ranges of the right document, and a changed module text
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ..io.positions import LineIndex
+from ..io.source import dominant_newline
 from ..model import Edit
-from ..positions import LineIndex
-from ..source import dominant_newline
 from .documents import Document, Unit
 from .text import TextLines
 
@@ -72,7 +72,7 @@ class NotebookView:
     newline = "\n"
 
     def __init__(self, cells: tuple[Document, ...], encoding: str) -> None:
-        from ..notebook import join_cells
+        from ..io.notebook import join_cells
 
         self.cells = cells
         self.joined = join_cells([c.text for c in cells])

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import ast
 
-from ...project_style import DEFAULT_LINE_LENGTH
 from ..keyword_args import module_comments
+from ..line_length import DEFAULT_LINE_LENGTH
 
 _SDP_PARAMS = ("enable_flash", "enable_math", "enable_mem_efficient", "enable_cudnn")
 #: sdp_kernel's own order of appending backends.

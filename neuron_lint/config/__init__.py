@@ -1,0 +1,1 @@
+"""Settings: the command line, configuration files, and each file's own settings."""

@@ -1,0 +1,1 @@
+"""Parse, walk and analyse one file; run many (processes, cache); the facts around a file."""

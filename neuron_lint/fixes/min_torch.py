@@ -1,0 +1,54 @@
+"""The oldest PyTorch a project declares, as the default ``min-torch`` of its fixes.
+
+The project's folder is the nearest one, from a starting folder up to the repository root, that
+holds a dependency manifest (:func:`neuron_lint.manifests.manifest_files`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: The oldest PyTorch a fix may target: ``torch.accelerator``, which every device rewrite uses, is new in 2.6.
+FIX_TORCH_FLOOR = (2, 6)
+#: The PyTorch TorchNeuron needs: the default for a project that declares no lower bound for torch
+#: (code being ported to Trainium runs on it there; pass --min-torch to keep older CUDA installs working).
+TORCHNEURON_TORCH = "2.13"
+
+
+def project_root(start: Path) -> Path | None:
+    """The nearest folder, from ``start`` up, that holds a dependency manifest.
+
+    The walk stops at the repository root (a folder with ``.git``): a checkout's own manifests
+    decide, never those of a folder above it.
+    """
+    from ..manifests import manifest_files
+
+    for directory in (start, *start.parents):
+        if manifest_files(directory):
+            return directory
+        if os.path.exists(directory / ".git"):  # Path.exists() raises on 3.11 under an unsearchable folder
+            return None
+    return None
+
+
+def project_min_torch(start: Path) -> tuple[str, str, str]:
+    """The default ``min-torch`` for the project around ``start``: (version, where, declared-if-below-2.6).
+
+    The oldest torch the project's manifests declare (see :func:`neuron_lint.manifests.declared_torch`),
+    but never below 2.6: every device rewrite writes ``torch.accelerator``, so a lower value would not
+    make the fixes safe for older releases, it would only withhold some of them. When the project
+    declares less, the third value says so (the CLI warns). When nothing bounds torch, the PyTorch
+    TorchNeuron needs (2.13), with no origin.
+    """
+    from ..manifests import declared_torch
+
+    root = project_root(start)
+    found = declared_torch(root) if root is not None else None
+    if found is None:
+        return TORCHNEURON_TORCH, "", ""
+    bound, where = found
+    shown = ".".join(str(p) for p in bound)
+    if bound < FIX_TORCH_FLOOR:
+        return ".".join(str(p) for p in FIX_TORCH_FLOOR), where, shown
+    return shown, where, ""

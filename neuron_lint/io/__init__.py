@@ -1,0 +1,1 @@
+"""Files in and out: discovery, reading and decoding, positions, notebooks, source excerpts."""

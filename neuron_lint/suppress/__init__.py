@@ -1,0 +1,1 @@
+"""``# noqa``: one dialect for Python files and manifests, and ``--add-noqa``."""
