@@ -313,6 +313,7 @@ def main() -> int:
     ap.add_argument("--fix-subset", default="diffusers", help="package of the corpus `fix --diff` is timed on")
     ap.add_argument("--out", type=Path, default=None, help="default bench/results.json (bench/results-repos.json with --repos)")
     ap.add_argument("--repos", nargs="+", type=Path, metavar="DIR", help="measure these projects instead (see above)")
+    ap.add_argument("--fix", action="store_true", help="with --repos: also time `fix --diff --no-cache` against a bare serial LibCST parse of the same files")
     ap.add_argument("--ruff", help="the ruff to run with --repos (default: the benchmark's pinned one, else ruff on PATH)")
     args = ap.parse_args()
     if args.repos:
@@ -447,6 +448,9 @@ def main_repos(args) -> int:
             "ruff_all": ([ruff, "check", "--select", "ALL", "--no-cache", "--quiet", "--exit-zero", "."], env),
             "ast_parse_parallel": ([py, "-c", PARALLEL_PARSE_SCRIPT, str(file_list)], env),
         }
+        if args.fix:
+            cmds["nl_fix"] = (nl_cmd + ["fix", "--diff", "-q", "--no-cache", "."], env)
+            cmds["libcst_parse"] = ([py, "-c", PARSE_SCRIPT, "libcst", str(file_list)], env)
         if before is not None:
             cmds["nl_before"] = ([py, "-m", "neuron_lint", "check", *quiet, "--no-cache", "."], {**env, "PYTHONPATH": str(before)})
             cmds["nl_now"] = ([py, "-m", "neuron_lint", "check", *quiet, "--no-cache", "."], {**env, "PYTHONPATH": str(REPO)})
@@ -462,6 +466,8 @@ def main_repos(args) -> int:
                 shutil.rmtree(root / ".neuron_lint_cache", ignore_errors=True)
                 measure(nl_cmd + ["check", *quiet, "."], root, env)
             for name, (cmd, e) in cmds.items():
+                if name == "libcst_parse" and rep >= args.slow_reps:
+                    continue
                 elapsed, _peak, cpu = measure(cmd, root, e)
                 times.setdefault(root.name, {}).setdefault(name, []).append(elapsed)
                 cpus.setdefault(root.name, {}).setdefault(name, []).append(cpu)
@@ -489,6 +495,8 @@ def main_repos(args) -> int:
                  "cold_vs_ruff": round(med["nl_cold_nocache"] / med["ruff_all"], 3),
                  "cold_vs_parse_floor": round(med["nl_cold_nocache"] / med["ast_parse_parallel"], 3),
                  "warm_vs_ruff": round(med["nl_warm"] / med["ruff_all"], 3)}
+        if "nl_fix" in med:
+            entry["fix_vs_libcst_parse"] = round(med["nl_fix"] / med["libcst_parse"], 3)
         if "nl_before" in med:
             entry["now_vs_before"] = round(med["nl_now"] / med["nl_before"], 3)
         result["repos"][root.name] = entry
@@ -507,6 +515,12 @@ def render_repos_table(r: dict) -> str:
         m = e["median_seconds"]
         out.append(f"| {name} | {e['files']:,} | {e['lines']:,} | {m['nl_cold_nocache']:.2f} | {m['nl_warm']:.2f} | {m['ruff_all']:.2f} | "
                    f"{m['ast_parse_parallel']:.2f} | {e['cold_vs_ruff']:.2f} | {e['cold_vs_parse_floor']:.2f} |")
+    if any("fix_vs_libcst_parse" in e for e in r["repos"].values()):
+        out += ["", "| repository | `fix --diff --no-cache` s | bare serial LibCST parse s | fix / parse (<= 0.5) |", "|---|---:|---:|---:|"]
+        for name, e in r["repos"].items():
+            if "fix_vs_libcst_parse" in e:
+                m = e["median_seconds"]
+                out.append(f"| {name} | {m['nl_fix']:.2f} | {m['libcst_parse']:.2f} | {e['fix_vs_libcst_parse']:.2f} |")
     if any("now_vs_before" in e for e in r["repos"].values()):
         out += ["", "| repository | this revision (python -m) | before | now / before |", "|---|---:|---:|---:|"]
         for name, e in r["repos"].items():

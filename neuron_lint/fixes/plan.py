@@ -15,6 +15,7 @@ from functools import cached_property
 from ..config.settings import Settings
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
+from .local_device import local_device
 
 #: The module-level device variable a script gets, and the helper a library module gets.
 DEVICE_VAR = "DEVICE"
@@ -302,9 +303,18 @@ class PlanContext:
     def device_choice(self, node: ast.AST) -> tuple[dict, str]:
         """How a site at ``node`` names the current device: plan data, or ``({}, why not)``.
 
-        The data says which module-level definition the site relies on; inside a function,
-        :mod:`neuron_lint.fixes.scope` may still pick a device already in scope there.
+        The data says which module-level definition the site relies on and, inside a function
+        that already holds the current device in a local variable, that variable's name
+        (``local``, :mod:`neuron_lint.fixes.local_device`), which the rewrite uses instead.
         """
+        data, why = self._device_definition(node)
+        if data and data["device"] != "neuron":
+            local = local_device(self, node)
+            if local:
+                data["local"] = local
+        return data, why
+
+    def _device_definition(self, node: ast.AST) -> tuple[dict, str]:
         if self.neuron:
             return {"device": "neuron"}, ""
         stmt = self.device_variable

@@ -1,8 +1,10 @@
 """Carry out planned fixes with LibCST: one parse, one transformation per pass.
 
-Only files with an applicable fix get here. The module is parsed once; positions (to find the
-node each plan targets), scopes (what is bound where) and parents are computed once, and one
-:class:`_Apply` transformer hands each targeted node to its fixer's ``rewrite``. The imports the
+Only files with an applicable fix get here. The module is parsed once (:mod:`.regions`);
+positions (to find the node each plan targets) and parents are computed only for the smallest
+statements that hold a target, each on its own, and only those statements are visited: an
+:class:`_Apply` transformer hands each targeted node to its fixer's ``rewrite``. Scopes (what is
+bound where) are computed for the whole module, and only when a fixer asks. The imports the
 rewrites need are then added, and those they left unused removed, by LibCST's own
 ``AddImportsVisitor`` and ``RemoveImportsVisitor``; last come the module-level definitions of the
 device (:mod:`neuron_lint.fixes.scope`).
@@ -15,18 +17,11 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import parse_template_expression
-from libcst.metadata import (
-    MetadataWrapper,
-    ParentNodeProvider,
-    PositionProvider,
-    ScopeProvider,
-)
 
 from ..config.settings import Settings
 from ..model import Finding
@@ -34,7 +29,8 @@ from . import load_fixer
 from .decline import Decline
 from .edits import minimal_edits
 from .nodes import attribute
-from .scope import DeviceDefinitions, torch_alias
+from .regions import Module
+from .scope import DeviceDefinitions
 
 
 @dataclass
@@ -42,23 +38,6 @@ class Rewritten:
     text: str
     applied: list[Finding] = field(default_factory=list)
     declined: dict[int, str] = field(default_factory=dict)  # index into the findings given -> why
-
-
-class Module:
-    """A parsed module and its metadata, shared by every transformation of one pass."""
-
-    def __init__(self, text: str) -> None:
-        self.tree = cst.parse_module(text)
-        self._wrapper = MetadataWrapper(self.tree, unsafe_skip_copy=True)
-        self.positions = self._wrapper.resolve(PositionProvider)
-        self.scopes = self._wrapper.resolve(ScopeProvider)
-        self.torch = torch_alias(self.tree)
-
-    @cached_property
-    def parents(self):
-        """Parent links, computed the first time a fixer asks (about a quarter of the metadata
-        cost, and most files never need them)."""
-        return self._wrapper.resolve(ParentNodeProvider)
 
 
 class RewriteContext:
@@ -70,6 +49,7 @@ class RewriteContext:
 
     def __init__(self, module: Module, settings: Settings) -> None:
         self.module = module
+        self.region = module.region(None)  # set to the statement being transformed
         self.settings = settings
         self.codemod = CodemodContext()
         self.definitions = DeviceDefinitions(self)
@@ -77,13 +57,14 @@ class RewriteContext:
 
     # ------------------------------------------------------------------ metadata
     def position(self, node: cst.CSTNode):
-        return self.module.positions.get(node)
+        return self.region.position(node)
 
     def scope(self, node: cst.CSTNode):
+        """The scope of ``node``, the whole module analysed (computed the first time it is asked for)."""
         return self.module.scopes.get(node)
 
     def parent(self, node: cst.CSTNode):
-        return self.module.parents.get(node)
+        return self.region.parents.get(node)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.tree.code_for_node(node)
@@ -204,7 +185,17 @@ class _Apply(cst.CSTTransformer):
 def _transform(module: Module, findings: list[Finding], settings: Settings) -> tuple[str, _Apply]:
     rx = RewriteContext(module, settings)
     apply = _Apply(rx, findings)
-    tree = module.tree.visit(apply)
+    paths = module.paths_of(f.fix.target for f in findings)
+    if paths is None:
+        tree = module.tree.visit(apply)
+    else:  # only the statements that hold a target are visited, each with its own metadata
+        def visit(path, stmt):
+            rx.region = module.region(path)
+            return stmt.visit(apply)
+
+        tree = module.rebuilt(paths, visit)
+        if not apply.applied:
+            tree = module.tree
     if apply.applied:
         tree = rx.finish(tree)
     return tree.code, apply

@@ -24,10 +24,7 @@ With ``--device neuron`` every site gets the plain string ``"neuron"``.
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
-from libcst.metadata import FunctionScope
 
 from .decline import Decline
 from .plan import DEVICE_HELPER, DEVICE_VAR
@@ -44,9 +41,6 @@ _HELPER = '''def {helper}():
 {i}{i}return {t}.accelerator.current_accelerator()
 {i}return {t}.device("cpu")
 '''
-#: Values that make a local variable the current device.
-_DEVICE_VALUE = re.compile(r"^\w+\.(device\(\s*[\"']cuda[\"']\s*\)|accelerator\.current_accelerator\(\))")
-_LOCAL_NAMES = ("device",)
 
 
 def torch_alias(tree: cst.Module) -> str:
@@ -99,9 +93,8 @@ class DeviceDefinitions:
         how = data.get("device")
         if how == "neuron":
             return cst.SimpleString('"neuron"')
-        local = self._local_device(site)
-        if local:
-            return cst.Name(local)
+        if data.get("local"):  # a local already holding the device (planned on the ast)
+            return cst.Name(data["local"])
         if how == "var":
             return cst.Name(data["name"])
         self.rx.torch_name(site)  # the definition uses torch
@@ -112,27 +105,6 @@ class DeviceDefinitions:
             self.helper = True
             return cst.Call(func=cst.Name(DEVICE_HELPER))
         raise Decline("no device was planned for this site")
-
-    def _local_device(self, site: cst.CSTNode) -> str:
-        """A variable of the enclosing function that holds the current device, assigned before the site."""
-        scope = self.rx.scope(site)
-        if not isinstance(scope, FunctionScope):
-            return ""
-        where = self.rx.position(site)
-        for name in _LOCAL_NAMES:
-            assignments = [a for a in scope.assignments[name] if a.scope is scope]
-            if len(assignments) != 1:
-                continue
-            target = assignments[0].node
-            stmt = self.rx.parent(self.rx.parent(target))  # Name -> AssignTarget -> Assign
-            if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.targets[0].target is target):
-                continue
-            pos = self.rx.position(stmt)
-            if where is None or pos is None or pos.end.line >= where.start.line:
-                continue
-            if _DEVICE_VALUE.match(self.rx.code(stmt.value).strip()):
-                return name
-        return ""
 
     # ------------------------------------------------------------------ insertion
     def insert(self, tree: cst.Module) -> cst.Module:

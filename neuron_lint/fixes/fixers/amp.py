@@ -10,7 +10,11 @@
   imported: in a library module that would probe the device at import, so it is only rewritten in
   scripts, inside functions, or with ``--device neuron``;
 - ``torch.autocast("cuda")`` / ``device_type="cuda"`` / ``GradScaler("cuda")`` -> the device type
-  (see :mod:`neuron_lint.fixes.device_literal`);
+  (see :mod:`neuron_lint.fixes.device_literal`). As a decorator in a library module that is left
+  (it runs at import), except ``@autocast("cuda", enabled=False)``: "no autocast in this function"
+  on any device, so the decorator goes and the body goes into ``with autocast(<device type>,
+  enabled=False):``, which asks for the device at call time (innermost decorator of a plain
+  function only: a generator's body was never covered by the decorator);
 - ``from torch.cuda.amp import autocast, GradScaler``: rewriting a use asks LibCST to drop the
   import once nothing uses the name (so it disappears in the same run); the import finding itself
   is fixed (removed) only when none of its names is used.
@@ -69,6 +73,68 @@ def _is_decorator(ctx, node) -> bool:
         node is d for d in parent.decorator_list)
 
 
+#: ``torch.autocast``'s parameters, in order.
+_AUTOCAST_PARAMS = ("device_type", "dtype", "enabled", "cache_enabled")
+
+
+def _disabling_decorator(ctx, node):
+    """``(call, function)`` when ``node`` is the ``"cuda"`` device type of ``@torch.autocast("cuda",
+    enabled=False)`` (``torch.amp.autocast``, ``from torch.amp import autocast``) decorating a function."""
+    parent = ctx.parent(node)
+    call = ctx.parent(parent) if isinstance(parent, ast.keyword) else parent
+    fn = ctx.parent(call)
+    if not (isinstance(call, ast.Call) and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and any(d is call for d in fn.decorator_list)):
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    given = dict(zip(_AUTOCAST_PARAMS, call.args)) | {k.arg: k.value for k in call.keywords}
+    enabled = given.get("enabled")
+    if not (given.get("device_type") is node and isinstance(node, ast.Constant) and node.value == "cuda"
+            and isinstance(enabled, ast.Constant) and enabled.value is False):
+        return None
+    return call, fn
+
+
+def _own_nodes(fn):
+    """The nodes of ``fn``'s body, not those of functions, lambdas or classes defined in it."""
+    todo = list(fn.body)
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _plan_disabling_decorator(ctx, hit, call, fn):
+    """``@autocast("cuda", enabled=False)`` on a function of a library module: "no autocast in this
+    function". The decorator runs at import, where a library may not ask for the device, so the
+    function's body goes into ``with autocast(<current device type>, enabled=False):`` instead, which
+    asks at call time: on CUDA the same autocast state as before, on Trainium Neuron autocast is off
+    there (the decorator left it on), on a CPU-only host CPU autocast."""
+    why = ""
+    if not isinstance(fn, ast.FunctionDef):
+        why = "it decorates a class or an async function"
+    elif fn.decorator_list[-1] is not call:
+        why = "other decorators sit between it and the function; move it next to `def` first"
+    elif any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(fn)):
+        why = "the function is a generator (the decorator does not cover its body; a `with` would)"
+    elif fn.body[0].lineno == fn.lineno:
+        why = "the function's body shares the `def` line"
+    if why:
+        ctx.note(hit, f"{ctx.notes[id(hit)]}. The decorator only disables autocast, which could also be written "
+                      f"inside the function at call time, but not here: {why}")
+        return None
+    data = device_data(ctx, hit, fn.body[0])  # nothing of the function is assigned before it
+    if data is None:
+        return None
+    ctx.notes.pop(id(hit), None)
+    device = "keyword" if any(k.arg == "device_type" for k in call.keywords) else "positional"
+    return ctx.propose(hit, fn, "FunctionDef", "Disable autocast on the current device inside the function "
+                       "(`with ...(enabled=False):` runs at call time; a decorator runs at import)",
+                       {**data, "mode": "disabling_decorator", "where": device})
+
+
 class Amp:
     name = "amp"
 
@@ -77,7 +143,12 @@ class Amp:
         if m.kind == "imports":
             return self._plan_import(ctx, hit)
         if m.kind == "calls":  # torch.autocast("cuda") / device_type="cuda" / torch.amp.GradScaler("cuda")
-            return plan_device_type(ctx, hit, hit.node)
+            fix = plan_device_type(ctx, hit, hit.node)
+            if fix is None and id(hit) in ctx.notes:
+                decorated = _disabling_decorator(ctx, hit.node)
+                if decorated is not None:
+                    return _plan_disabling_decorator(ctx, hit, *decorated) or fix
+            return fix
         api = _APIS.get(hit.subject)
         if api is None:
             return None
@@ -152,6 +223,8 @@ class Amp:
             for name, asname in data.get("names", ()):
                 rx.remove_import_if_unused(data["module"], name, asname)
             return updated
+        if mode == "disabling_decorator":
+            return _rewrite_disabling_decorator(rx, original, updated, data)
         if mode not in _TARGETS:
             return rewrite_literal(rx, original, updated, data)
         func = rx.dotted(_TARGETS[mode], original)
@@ -179,6 +252,51 @@ class Amp:
         first = cst.Arg(value=dev_type)
         args.insert(0, first)
         return updated.with_changes(func=func, args=_commas(args, updated.whitespace_before_args))
+
+
+def _rewrite_disabling_decorator(rx, original, updated, data):
+    """Drop the innermost decorator ``@autocast("cuda", enabled=False)`` and wrap the body (after its
+    docstring) in ``with autocast(<device type>, enabled=False):``."""
+    import libcst as cst
+
+    from ..decline import Decline
+
+    if not updated.decorators or not isinstance(updated.body, cst.IndentedBlock) or not original.body.body:
+        raise Decline("the function is not the planned one any more")
+    decorator = updated.decorators[-1]
+    call = decorator.decorator
+    if not isinstance(call, cst.Call):
+        raise Decline("the decorator is not the planned call")
+    args = list(call.args)
+    if data["where"] == "keyword":
+        at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "device_type"), None)
+    else:
+        at = 0 if args and args[0].keyword is None else None
+    if at is None or not isinstance(args[at].value, cst.SimpleString) or args[at].value.evaluated_value != "cuda":
+        raise Decline("the decorator's device type is not the planned \"cuda\"")
+    # the first statement: the `with` comes before anything the function assigns (a local `device`)
+    args[at] = args[at].with_changes(value=rx.device_type(original.body.body[0], data))
+    statements = list(updated.body.body)
+    head = []
+    first = statements[0]
+    if (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 and isinstance(first.body[0], cst.Expr)
+            and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
+        head.append(statements.pop(0))  # the docstring stays the function's docstring
+    if not statements:
+        raise Decline("the function has nothing but a docstring")
+    # The blank lines above the first statement stay above the `with`; its comments go in with it.
+    lines = list(statements[0].leading_lines)
+    blank = 0
+    while blank < len(lines) and lines[blank].comment is None:
+        blank += 1
+    statements[0] = statements[0].with_changes(leading_lines=lines[blank:])
+    block = cst.With(items=[cst.WithItem(item=call.with_changes(args=args))], body=cst.IndentedBlock(body=statements),
+                     leading_lines=lines[:blank])
+    return updated.with_changes(
+        decorators=updated.decorators[:-1],
+        lines_after_decorators=[*decorator.leading_lines, *updated.lines_after_decorators],
+        body=updated.body.with_changes(body=[*head, block]),
+    )
 
 
 def _commas(args: list, before_args=None) -> list:

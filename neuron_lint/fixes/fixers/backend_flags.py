@@ -15,14 +15,23 @@ Decided per flag (checked against torch 2.13):
   warn_only=True)``. Deleting it would leave a program that says it is deterministic and is not.
   The replacement covers cuDNN convolutions and more (other ops pick deterministic kernels,
   uninitialised memory is filled, ops with no deterministic kernel warn): **unsafe**. Not offered
-  when the module already calls ``use_deterministic_algorithms`` (it could weaken a strict mode).
+  when the module already calls ``use_deterministic_algorithms`` (a second call could override its
+  ``warn_only``; torchtitan's recipe). There the flag is redundant on CUDA while the mode is on
+  (cuDNN convolutions read ``deterministicCuDNN() || deterministicAlgorithms()``), but it outlives a
+  later ``use_deterministic_algorithms(False)``, so it is left, with a note.
 - ``torch.backends.cudnn.benchmark = True``: removed (**unsafe**: CUDA speed only; the default,
   False, is also the reproducible choice), unless that would empty its block, it shares its line,
   or a comment line sits right above it.
-- Everything else -- ``cudnn.allow_tf32`` (convolutions: no device-agnostic switch),
-  ``cudnn.benchmark = False``, ``cudnn.deterministic = False``, ``enable_flash_sdp(...)`` and the
-  other global SDPA switches (``sdpa_kernel`` is a context manager, not a global setting), reads --
-  is left as it is, with a note: it is harmless on Trainium.
+- ``torch.backends.cudnn.allow_tf32 = True``: PyTorch's default, removed under the same conditions
+  (**unsafe**: on CUDA it undoes a ``False`` set before it, by a caller or a library), and not when
+  the module sets the cuDNN convolution precision anywhere else (detectron2's if/else).
+- ``torch.backends.cudnn.benchmark = False`` is the default too, but it is left: it turns off an
+  autotuner switched on earlier, and with cuDNN determinism it keeps cuDNN to its one default
+  algorithm (with the autotuner on it times the deterministic ones and may pick another per run).
+- Everything else -- ``cudnn.allow_tf32 = False`` (convolutions: no device-agnostic switch),
+  ``cudnn.deterministic = False``, ``enable_flash_sdp(...)`` and the other global SDPA switches
+  (``sdpa_kernel`` is a context manager, not a global setting), reads -- is left as it is, with a
+  note: it is harmless on Trainium.
 """
 
 from __future__ import annotations
@@ -51,6 +60,25 @@ def _calls_use_deterministic(ctx) -> bool:
                                          or getattr(n.func, "attr", getattr(n.func, "id", "")) == "use_deterministic_algorithms")
             for n in ast.walk(ctx.tree))
     return ctx.__dict__["_nrn209_det"]
+
+
+#: Settings of the cuDNN convolution precision that ``cudnn.allow_tf32 = True`` could undo.
+_CONV_PRECISION = ("torch.backends.cudnn.allow_tf32", "torch.backends.cudnn.fp32_precision",
+                   "torch.backends.cudnn.conv.fp32_precision", "torch.backends.fp32_precision")
+
+
+def _other_conv_precision(ctx, assign: ast.Assign):
+    """Another assignment in the module that may turn cuDNN's convolution TF32 off (the node of its
+    target: any value but ``True`` / ``"tf32"``), or None."""
+    for n in ast.walk(ctx.tree):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n is not assign:
+            value = getattr(n, "value", None)
+            if isinstance(n, ast.Assign) and isinstance(value, ast.Constant) and value.value in (True, "tf32"):
+                continue
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if isinstance(t, ast.Attribute) and ctx.qualname(t) in _CONV_PRECISION:
+                    return t
+    return None
 
 
 def _block_of(ctx, stmt):
@@ -111,8 +139,10 @@ class BackendFlags:
                 ctx.note(hit, f"not rewritten: it only turns cuDNN determinism off (the default); {_HARMLESS}")
                 return None
             if _calls_use_deterministic(ctx):
-                ctx.note(hit, "not rewritten: the module already calls `torch.use_deterministic_algorithms`; "
-                              f"the cuDNN flag adds nothing for other devices; {_HARMLESS}")
+                ctx.note(hit, "not rewritten: the module already calls `torch.use_deterministic_algorithms`, which "
+                              "asks every device (cuDNN included) for determinism; a second call here could "
+                              "override its mode (`warn_only`), and the cuDNN flag adds nothing for other devices; "
+                              f"{_HARMLESS}")
                 return None
             return ctx.propose(
                 hit, assign, "Assign",
@@ -120,18 +150,29 @@ class BackendFlags:
                 {"call": "torch.use_deterministic_algorithms", "args": [True], "warn_only": True}, applicability="unsafe")
         if qual == "torch.backends.cudnn.benchmark":
             if value is not True:
-                ctx.note(hit, "not rewritten: it keeps the cuDNN autotuner off (the default, and part of a "
-                              f"reproducibility setting); {_HARMLESS}")
+                ctx.note(hit, "not removed: `benchmark = False` is the default, but it also switches off an "
+                              "autotuner turned on earlier (by this program or a library), and with cuDNN "
+                              "determinism it keeps cuDNN to its one default algorithm, so removing it could "
+                              f"change which kernels run on CUDA; there is no device-agnostic switch; {_HARMLESS}")
                 return None
-            return self._plan_removal(ctx, hit, assign)
+            return self._plan_removal(ctx, hit, assign, "Remove the cuDNN autotuner switch (changes CUDA speed only)")
         if qual == "torch.backends.cudnn.allow_tf32":
+            if value is True:
+                other = _other_conv_precision(ctx, assign)
+                if other is not None:
+                    ctx.note(hit, f"not removed: `True` is PyTorch's default, but this module also sets `{ctx.segment(other)}` "
+                                  f"(line {other.lineno}), which this line may undo on CUDA; {_HARMLESS}")
+                    return None
+                return self._plan_removal(
+                    ctx, hit, assign, "Remove `cudnn.allow_tf32 = True`: it restates PyTorch's default (TF32 "
+                                      "for cuDNN convolutions); unsafe: on CUDA it would undo a `False` set elsewhere")
             ctx.note(hit, "not rewritten: it sets TF32 for cuDNN convolutions; `torch.set_float32_matmul_precision` "
                           f"covers matrix multiplications only, so there is no device-agnostic equivalent; {_HARMLESS}")
             return None
         ctx.note(hit, f"not rewritten: no device-agnostic equivalent; {_HARMLESS}")
         return None
 
-    def _plan_removal(self, ctx, hit, stmt: ast.stmt):
+    def _plan_removal(self, ctx, hit, stmt: ast.stmt, message: str):
         parent, block = _block_of(ctx, stmt)
         if block is None:
             return None
@@ -154,8 +195,7 @@ class BackendFlags:
                 ctx.note(hit, "not removed: the comment above it would be lost; remove it by hand")
                 return None
         kind = "Module" if isinstance(parent, ast.Module) else "IndentedBlock"
-        return ctx.propose(hit, stmt, kind, "Remove the cuDNN autotuner switch (changes CUDA speed only)",
-                           {"remove_line": line}, applicability="unsafe")
+        return ctx.propose(hit, stmt, kind, message, {"remove_line": line}, applicability="unsafe")
 
     def _plan_sdp_kernel(self, ctx, hit, call: ast.Call):
         if not ctx.allows("2.5"):

@@ -1,0 +1,123 @@
+"""A fix pass computes LibCST metadata and visits only the statements that hold its targets
+(neuron_lint/fixes/regions.py). These tests hold it to what the whole module gives."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from neuron_lint.catalog.loading import load_catalog
+from neuron_lint.config.settings import Settings
+from neuron_lint.engine.pipeline import analyze_source
+from neuron_lint.fixes import regions, rewrite
+
+ROOT = Path(__file__).resolve().parent.parent
+
+NESTED = textwrap.dedent('''\
+    import torch
+
+
+    class Trainer:
+        """Docstring."""
+
+        # a comment before the method
+        @staticmethod
+        def step(x):  # trailing comment
+            doc = """a string
+    over lines, not indented"""; y = x.cuda()
+            if x is not None:
+                for i in range(3):
+                    z = torch.zeros(3, device="cuda")
+                    # footer comment of the loop
+            return (doc,
+                    y.cuda())
+
+        def other(self):
+            with torch.no_grad():
+                return torch.ones(1).cuda()
+    ''')
+
+
+#: Nodes of layout only (blank and comment lines, newlines, spaces): no fix targets them.
+LAYOUT = (cst.EmptyLine, cst.TrailingWhitespace, cst.Newline, cst.SimpleWhitespace, cst.ParenthesizedWhitespace)
+
+
+def _all_statements(module: regions.Module, path=()):
+    for i, _child in enumerate(module._children(path)):
+        here = path + (i,)
+        yield here
+        if regions._block(module.node_at(here)) is not None:
+            yield from _all_statements(module, here)
+
+
+def _sources():
+    yield "nested", NESTED
+    yield "no trailing newline", NESTED.rstrip("\n")
+    yield "crlf", NESTED.replace("\n", "\r\n")
+    for path in sorted((ROOT / "neuron_lint" / "fixes").glob("*.py"))[:6]:
+        yield path.name, path.read_text()
+
+
+@pytest.mark.parametrize("name,text", list(_sources()), ids=[n for n, _ in _sources()])
+def test_a_statement_alone_gives_every_node_the_position_it_has_in_the_whole_module(name, text):
+    module = regions.Module(text)
+    whole = MetadataWrapper(module.tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    checked = 0
+    for path in _all_statements(module):
+        region = module.region(path)
+        root = module.node_at(path)
+
+        class Collect(cst.CSTVisitor):
+            def on_visit(self, node):
+                nonlocal checked
+                if isinstance(node, LAYOUT):  # never a fix's target
+                    return True
+                if region is not module.region(path[:1]) or len(path) == 1:
+                    assert region.position(node) == whole[node], (path, type(node).__name__)
+                    checked += 1
+                return True
+
+        root.visit(Collect())
+    assert checked > 10
+
+
+def test_a_target_is_found_in_the_smallest_statement_that_holds_it():
+    module = regions.Module(NESTED)
+    fs = [f for f in analyze_source(NESTED, "t.py", Settings(unsafe_fixes=True))[0] if f.fix and f.fix.fixer]
+    assert len(fs) >= 4
+    paths = {module.path_of(f.fix.target) for f in fs}
+    assert all(p is not None and len(p) >= 3 for p in paths), paths  # a method's statements, not the class
+    # each measured on its own, none falling back to its top-level statement
+    assert all(module.region(p) is not module.region(p[:1]) for p in paths)
+
+
+def _examples():
+    for rule in load_catalog().rules:
+        for n, code in enumerate((*rule.bad, *rule.fixed)):
+            yield f"{rule.code}-{n}", code
+
+
+@pytest.mark.parametrize("name,code", list(_examples()), ids=[n for n, _ in _examples()])
+def test_rewriting_only_the_statements_with_targets_gives_the_whole_module_rewrite(name, code, monkeypatch):
+    for unsafe in (False, True):
+        settings = Settings(unsafe_fixes=unsafe)
+        try:
+            findings = [f for f in analyze_source(code, "example.py", settings)[0] if f.fix is not None]
+        except Exception:  # not Python (a manifest example)
+            return
+        planned = [f for f in findings if f.fix.fixer and f.fix.target]
+        if not planned:
+            continue
+        rewrite.forget()
+        by_region = rewrite.rewrite(code, planned, settings)
+        rewrite.forget()
+        with monkeypatch.context() as m:
+            m.setattr(regions.Module, "paths_of", lambda self, targets: None)
+            whole = rewrite.rewrite(code, planned, settings)
+        rewrite.forget()
+        assert by_region.text == whole.text
+        assert len(by_region.applied) == len(whole.applied)
