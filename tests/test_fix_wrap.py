@@ -37,12 +37,37 @@ SHAPES = [
     "x: torch.Tensor = torch.zeros(bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, device=DEVICE.type, dtype=torch.float32)\n",
     "x = f(g(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb), cccccccccccccccccccccccccccc)\n",
     "while torch.accelerator.is_available() and some_function_with_long_name(argument_number_one, argu):\n    pass\n",
+    # a ternary value goes into parentheses of its own: on one line there, else one part per line
+    "def f():\n    m = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0\n",
+    "def f():\n    some_long_target_name_here_xxxxx = torch.accelerator.max_memory_allocated() if ok() else 0\n",
+    "def f():\n    return torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0\n",
+    "x: int = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0 + 11\n",
+    "x = y = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else fn(x)\n",
+    "x = DEVICE.type if some_condition_that_is_rather_long(aaaaaaaaaaaaaaaaa) else another_function(bbbbbb)\n",
+    # a decorator is split as a call statement is
+    "@unittest.skipUnless(torch.accelerator.device_count() >= 4, \"requires four CUDA devices\")\ndef f():\n    pass\n",
+    # one element of a bracket already broken one element per line
+    ("def f():\n    if not dist.is_initialized():\n        dist.init_process_group(\n"
+     "            backend=torch.distributed.get_default_backend_for_device(_current_device(), aaaaa),\n"
+     "            world_size=1,\n        )\n"),
+    "x = foo(\n    aaaa,\n    torch.distributed.get_default_backend_for_device(_current_device(), aaaaaaaaaaaaaaaaa),\n)\n",
+    "y = [\n    torch.distributed.get_default_backend_for_device(_current_device(), aaaaaaaaaaaaaaaaaaa),\n]\n",
+    ("class A:\n    @unittest.skipUnless(torch.accelerator.device_count() >= 4, \"requires four CUDA devices\")\n"
+     "    @other\n    def f(self):\n        pass\n"),
 ]
 # shapes left alone: the fix that made them long is dropped instead
 LEFT = [
     "x = f(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)\n",
     "x = torch.tensor(NUM_TOKENS, dtype=torch.float, device=DEVICE.type)  # a comment that makes it long\n",
-    "x = DEVICE.type if some_condition_that_is_rather_long(aaaaaaaaaaaaaaaaa) else another_function(bbbbbb)\n",
+    # a ternary as a statement of its own, or inside a subscript or tuple: ruff's form is not certain
+    "def f():\n    with x:\n        torch.accelerator.synchronize() if torch.accelerator.is_available() else None\n",
+    ("def f():\n    with x:\n        start_mem = (torch.accelerator.memory_stats() if torch.accelerator.is_available() else {})"
+     "[\"requested_bytes.all.current\"]\n"),
+    "x = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0, 1111\n",
+    "x = torch.accelerator.max_memory_allocated(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa) if torch.accelerator.is_available() else 0\n",
+    "x = StepResult(\n    loss=1,\n    reserved_gib=(torch.accelerator.max_memory_reserved() if torch.accelerator.is_available() else 0) / 1e9,\n)\n",
+    "x = foo(\n    aaaa,\n    torch.distributed.get_default_backend_for_device(_current_device(), aaaaaaaaaaaaaaaaa),  # c\n)\n",
+    "@unittest.skipUnless(torch.accelerator.device_count() >= 4, \"requires four CUDA devices\")  # why\ndef f():\n    pass\n",
 ]
 
 

@@ -11,6 +11,7 @@ import ast
 import functools
 import os
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 from .. import checks  # noqa: F401  (registers the rules' own matchers)
@@ -21,6 +22,7 @@ from ..catalog.registry import MATCHERS
 from ..config.settings import Settings
 from ..errors import ParseError
 from ..fixes import plan_fix
+from ..fixes.guards import BLOCKING_FAMILIES
 from ..fixes.guards import settle as settle_guards
 from ..fixes.plan import PlanContext
 from ..io.notebook import (
@@ -73,7 +75,7 @@ def analyze_source(
     settings = settings or Settings()
     catalog = catalog or load_catalog()
     codes = settings.codes_for(path, catalog)
-    index = build_index(catalog, codes)
+    index = build_index(catalog, _walked(catalog, codes))
     # Always parse, so a syntax error is reported in every file (files no match can fire in are only
     # 1-9% of the bytes of real projects: README "Speed"); walk the tree only when some match can
     # fire, and then do only the work of those that can (prefilter.active).
@@ -94,6 +96,18 @@ def analyze_source(
     except RecursionError:  # a tree deeper than the recursion limit: again, with room for it
         findings = call_deep(work, tree)
     return findings, True
+
+
+def _walked(catalog: Catalog, codes: frozenset[str]) -> frozenset[str]:
+    """The rules the walk looks for: ``codes`` and, when one of them has a fix, every rule whose
+    finding in a device guard's decided code keeps the guard (:mod:`neuron_lint.fixes.guards`),
+    selected or not, so that ``--select NRN2`` rewrites the same guards as a run of every rule.
+    Only ``codes`` are reported."""
+    rules = [r for r in catalog.rules if not getattr(r, "manifest_only", False)]
+    if not any(r.fix for r in rules if r.code in codes):
+        return codes
+    extra = frozenset(r.code for r in rules if r.code[:4] in BLOCKING_FAMILIES) - codes
+    return codes | extra if extra else codes
 
 
 def _tree_findings(text, path, settings, catalog, codes, index, directives, active, tree) -> list[Finding]:
@@ -117,17 +131,23 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
                                   flagged=frozenset(id(h.node) for h in hits), _parents=_LazyParents(tree))
             fix = plan_fix(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
+    walked_only = {id(f) for f in findings if f.code not in codes}  # rules walked only for the guards
     if ctx is not None:  # a device guard keeps its fix only with everything it decides
-        findings = settle_guards(findings)
+        # (what an unselected rule found is not fixed in this run: it keeps the guard)
+        findings = settle_guards([replace(f, fix=None) if id(f) in walked_only else f for f in findings])
+    if walked_only:
+        findings = [f for f in findings if f.code in codes]
     if findings or directives is not None:  # nothing found and no NRN901: nothing to filter
         findings = noqa.filter_findings(findings, text, path, codes, catalog, directives)
     findings.sort(key=lambda f: f.sort_key)
     if settings.fix_edits and any(f.fix is not None and f.fix.fixer for f in findings):
-        from ..fixes.rewrite import (
-            with_edits,  # LibCST: only for files whose fixes must be spelled out
-        )
+        # LibCST: only for files whose fixes must be spelled out
+        from ..fixes.passes import advertised
+        from ..fixes.rewrite import with_edits
 
-        findings = with_edits(text, findings, settings)
+        # Each fix's own edits, then less the fixes `fix` would drop (a line grown past the
+        # project's line length, a result that does not parse), so that check offers what fix does.
+        findings = advertised(text, with_edits(text, findings, settings), settings, path)
     return findings
 
 

@@ -205,9 +205,37 @@ def _overlap(a, b) -> bool:
     return (a[0], a[1]) < (b[2], b[3]) and (b[0], b[1]) < (a[2], a[3])
 
 
+def _covering(f, site, findings) -> tuple[list, list]:
+    """The findings that cover one site of guard ``f``'s region (none: nothing there blocks it), and
+    the site as the note names it."""
+    covering = [g for g in findings if g is not f and _overlap((g.line, g.col, g.end_line, g.end_col), site[:4])]
+    if any(g.code in HARMLESS for g in covering):
+        return [], site
+    if len(site) > 4 and site[4] == "":  # an area: only the CUDA-specific findings inside it count
+        covering = [g for g in covering if g.code[:4] in BLOCKING_FAMILIES and _inside(g, site)]
+        if not covering:
+            return [], site
+        site = [covering[0].line, covering[0].col, covering[0].end_line, covering[0].end_col, covering[0].code]
+    elif not covering:
+        return [None], site  # a CUDA site no finding covers: nothing fixes it
+    return covering, site
+
+
+def is_guard(f) -> bool:
+    return f.fix is not None and any(k == "region" for k, _ in f.fix.data)
+
+
+def depends_on(guard, findings: list) -> list:
+    """The findings among ``findings`` whose fixes ``guard``'s fix needs (those in what it decides)."""
+    out: dict[int, object] = {}
+    for site in dict(guard.fix.data)["region"]:
+        out.update((id(g), g) for g in _covering(guard, site, findings)[0] if g is not None)
+    return list(out.values())
+
+
 def settle(findings: list) -> list:
     """Drop the fix of every guard whose decided CUDA sites are not all fixed as safely (see module doc)."""
-    guards = [i for i, f in enumerate(findings) if f.fix is not None and any(k == "region" for k, _ in f.fix.data)]
+    guards = [i for i, f in enumerate(findings) if is_guard(f)]
     if not guards:
         return findings
     out = list(findings)
@@ -215,16 +243,9 @@ def settle(findings: list) -> list:
         f = findings[i]
         region = dict(f.fix.data)["region"]
         for site in region:
-            covering = [g for g in findings if g is not f and _overlap((g.line, g.col, g.end_line, g.end_col), site[:4])]
-            if any(g.code in HARMLESS for g in covering):
-                continue
-            if len(site) > 4 and site[4] == "":  # an area: only the CUDA-specific findings inside it count
-                covering = [g for g in covering if g.code[:4] in BLOCKING_FAMILIES and _inside(g, site)]
-                if not covering:
-                    continue
-                site = [covering[0].line, covering[0].col, covering[0].end_line, covering[0].end_col, covering[0].code]
-            ok = covering and all(g.fix is not None and (g.fix.applicability == "safe" or f.fix.applicability == "unsafe")
-                                  for g in covering)
+            covering, site = _covering(f, site, findings)
+            ok = all(g is not None and g.fix is not None
+                     and (g.fix.applicability == "safe" or f.fix.applicability == "unsafe") for g in covering)
             if not ok:
                 what = f"`{site[4]}`" if len(site) > 4 and site[4] else "CUDA-only code"
                 out[i] = replace(f, fix=None, fix_note=(
@@ -232,3 +253,14 @@ def settle(findings: list) -> list:
                     "not rewrite; on Trainium the guard would let it run. Make that code device-agnostic first"))
                 break
     return out
+
+
+def unsupported(used: list, everything: list) -> list:
+    """The guards among ``used`` (fixes applied together) whose decided code needs a fix among
+    ``everything`` (the file's findings) that is not in ``used``: applied without it, the guard
+    would let CUDA-only code run on Trainium."""
+    guards = [f for f in used if is_guard(f)]
+    if not guards:
+        return []
+    applied = {id(f) for f in used}
+    return [f for f in guards if any(id(g) not in applied for g in depends_on(f, everything))]

@@ -14,7 +14,9 @@ becomes
 
 and, when the contents do not fit on one line either, one element per line with a trailing
 comma. Only the shapes whose formatted form is certain are handled (one-line simple statements
-and ``for``/``if``/``while`` headers whose expression ends in a bracket, without comments);
+and ``for``/``if``/``while`` headers whose expression ends in a bracket, one-line decorators, one
+element of a bracket already broken one element per line, and an assigned or returned ``a if b
+else c``, put in parentheses of its own; all without comments);
 :func:`wrap_lines` leaves every other statement as it is, and the caller then drops the fix that
 made it too long, as before.
 """
@@ -155,6 +157,21 @@ def _chained_calls(node: cst.BaseExpression) -> int:
     return count
 
 
+def _plain_ternary(node: cst.BaseExpression) -> bool:
+    """``a if b else c`` without parentheses, whose parts hold no other ternary or lambda (a
+    formatter's split of those is not one neuron-lint is sure of)."""
+    if not isinstance(node, cst.IfExp) or node.lpar:
+        return False
+    return not any(isinstance(n, (cst.IfExp, cst.Lambda)) for part in (node.body, node.test, node.orelse)
+                   for n in _walk(part))
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
 class _Breaker:
     """Chooses the broken form of one statement (parsed on its own, without its indentation)."""
 
@@ -179,8 +196,16 @@ class _Breaker:
                     if split is not None:
                         yield _rebuild(path, split)
         if optional_parens and not expr.lpar and _top_delimiters(expr) < 99:
-            yield expr.with_changes(lpar=[cst.LeftParen(whitespace_after=_broken(self.indent))],
-                                    rpar=[cst.RightParen(whitespace_before=_broken(""))])
+            yield self._parenthesized(expr)
+        if optional_parens and _plain_ternary(expr):
+            # `x = a if b else c`: in parentheses of its own, on one line, else one part per line
+            yield self._parenthesized(expr)
+            yield self._parenthesized(expr.with_changes(whitespace_before_if=_broken(self.indent),
+                                                        whitespace_before_else=_broken(self.indent)))
+
+    def _parenthesized(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        return expr.with_changes(lpar=[cst.LeftParen(whitespace_after=_broken(self.indent))],
+                                 rpar=[cst.RightParen(whitespace_before=_broken(""))])
 
     def _pick(self, expr, optional_parens, render, column: int):
         for candidate in self._candidates(expr, optional_parens):
@@ -208,6 +233,27 @@ class _Breaker:
 
         return self._pick(small.value, optional, render, column)
 
+    def decorator(self, dec: cst.Decorator, column: int) -> str | None:
+        """The broken code of a one-line decorator (``@skipUnless(...)``), split as a call statement is."""
+        if dec.trailing_whitespace.comment is not None:
+            return None
+        module = cst.Module(body=[])
+
+        def render(candidate):
+            return module.code_for_node(dec.with_changes(decorator=candidate, leading_lines=[])).rstrip("\n")
+
+        return self._pick(dec.decorator, False, render, column)
+
+    def element(self, arg: cst.Arg, column: int) -> str | None:
+        """The broken code of one element of a bracket already broken one element per line
+        (``backend=get_backend(device),``), split as a call statement is, its comma kept."""
+        module = cst.Module(body=[])
+
+        def render(candidate):
+            return module.code_for_node(arg.with_changes(value=candidate, comma=cst.MaybeSentinel.DEFAULT)) + ","
+
+        return self._pick(arg.value, False, render, column)
+
     def header(self, node, column: int) -> str | None:
         """The broken header (up to its colon) of a ``for``/``if``/``while`` statement, or None."""
         field = "iter" if isinstance(node, cst.For) else "test"
@@ -222,12 +268,37 @@ class _Breaker:
         return self._pick(getattr(node, field), True, render, column)
 
 
+def _elements(tree: ast.Module, lines: set[int], source: list[str]):
+    """(line, "element") of the lines that hold exactly one element of a bracket broken one element
+    per line, with its trailing comma (a formatter keeps such a bracket broken and formats each
+    element on its own)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            items = [*node.args, *(k for k in node.keywords if k.arg is not None)]
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items = list(node.elts)
+        else:
+            continue
+        for item in items:
+            line = item.lineno
+            if (line not in lines or item.end_lineno != line or isinstance(item, ast.Starred)
+                    or not node.lineno < line < node.end_lineno):
+                continue
+            text = source[line - 1].rstrip("\r\n")
+            if text[:item.col_offset].strip(" ") == "" and text[item.end_col_offset:] == ",":
+                yield line, "element"
+
+
 def _candidates(tree: ast.Module, lines: set[int]):
     """(line, kind) of the statements that start on ``lines`` and fit on that one line (their header,
     for a compound statement)."""
     for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt) or node.lineno not in lines:
+        if not isinstance(node, ast.stmt) or (node.lineno not in lines and not getattr(node, "decorator_list", None)):
             continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for dec in node.decorator_list:
+                if dec.lineno in lines and dec.end_lineno == dec.lineno:
+                    yield dec.lineno, "decorator"
         if isinstance(node, (ast.For, ast.If, ast.While)):
             head = node.iter if isinstance(node, ast.For) else node.test
             if head.end_lineno == node.lineno and node.body and node.body[0].lineno > node.lineno:
@@ -250,7 +321,8 @@ def wrap_lines(text: str, lines: set[int], limit: int) -> str:
     indent_unit = "    "
     breaker = _Breaker(limit, indent_unit)
     changed = False
-    for number, kind in sorted(set(_candidates(tree, lines)), reverse=True):
+    found = set(_candidates(tree, lines)) | set(_elements(tree, lines, source))
+    for number, kind in sorted(found, reverse=True):
         raw = source[number - 1]
         body = raw.rstrip("\r\n")
         ending = raw[len(body):]
@@ -263,6 +335,12 @@ def wrap_lines(text: str, lines: set[int], limit: int) -> str:
             if kind == "simple":
                 stmt = cst.parse_module(code + "\n").body[0]
                 broken = breaker.simple(stmt, column) if isinstance(stmt, cst.SimpleStatementLine) else None
+            elif kind == "element":
+                call = cst.parse_expression("_(" + code[:-1] + ")")
+                broken = breaker.element(call.args[0], column) if len(call.args) == 1 else None
+            elif kind == "decorator":
+                stmt = cst.parse_module(code + "\ndef _():\n" + indent_unit + "pass\n").body[0]
+                broken = breaker.decorator(stmt.decorators[0], column) if len(stmt.decorators) == 1 else None
             else:
                 stmt = cst.parse_module(code + "\n" + indent_unit + "pass\n").body[0]
                 broken = breaker.header(stmt, column)

@@ -1,0 +1,202 @@
+"""One pass of ``fix``: the joint rewrite of a file's applicable fixes, less those it must drop.
+
+A fix is dropped when the result would not parse, when it would push a line past the project's
+line length (in a file that keeps to it, after :mod:`neuron_lint.fixes.wrap` tried to break the
+line), or when it is a device guard whose decided code keeps a fix dropped (or not applied) in
+the pass: alone, the guard would let CUDA-only code run on Trainium. :func:`advertised` runs the
+same pass for ``check``, so that a fix ``check`` spells out is one ``fix`` applies.
+:mod:`neuron_lint.fixes.apply` repeats the pass to a fixed point.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import os
+import tokenize
+import warnings
+from dataclasses import dataclass, field, replace
+
+from ..config.settings import Settings
+from ..io.positions import split_lines
+from ..model import Finding
+from .edits import apply_edits
+from .guards import settle, unsupported
+
+
+@dataclass
+class Dropped:
+    """What a pass left out, and why."""
+    rejected: list[Finding] = field(default_factory=list)  # fixes dropped: the result did not parse, or
+    too_long: list[Finding] = field(default_factory=list)  # ... it made a line longer than the project allows
+
+
+def applicable(finding: Finding, settings: Settings) -> bool:
+    fix = finding.fix
+    return fix is not None and (fix.applicability == "safe" or settings.unsafe_fixes)
+
+
+def _parses(text: str, path: str) -> bool:
+    """Whether ``text`` is valid Python (:func:`neuron_lint.engine.pipeline.parse` without its messages)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text, filename=path)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return False
+    return True
+
+
+def _apply(text: str, wanted: list[Finding], settings: Settings, newline: str) -> tuple[str, list[Finding]]:
+    """One pass: the LibCST rewrites, then the plain text edits that do not touch them."""
+    from .rewrite import rewrite
+
+    planned = [f for f in wanted if f.fix.fixer]
+    plain = [f for f in wanted if not f.fix.fixer and f.fix.edits]
+    used: list[Finding] = []
+    if planned:
+        done = rewrite(text, planned, settings)
+        text, used = done.text, list(done.applied)
+    if plain and not used:
+        text, more = apply_edits(text, plain, newline)
+        used += more
+    return text, used
+
+
+def _long_lines(text: str, limit: int) -> int:
+    return sum(1 for line in split_lines(text) if len(line) > limit)
+
+
+def one_pass(current: str, wanted: list[Finding], settings: Settings, newline: str, path: str, limit: int,
+             result: Dropped, everything: list[Finding] | None = None) -> tuple[str, list[Finding]]:
+    """One pass: apply ``wanted``; drop the fixes that break the code or make lines too long, and the
+    guards whose decided code keeps a fix of ``everything`` (the file's findings) not applied."""
+    everything = wanted if everything is None else everything
+    skip: list[Finding] = []
+    while True:
+        attempt = Dropped()
+        new, used = _one_pass(current, [f for f in wanted if f not in skip], settings, newline, path, limit, attempt)
+        alone = unsupported(used, everything)
+        if not alone:
+            result.rejected.extend(attempt.rejected)
+            result.too_long.extend(attempt.too_long)
+            return new, used
+        skip += alone  # not rejected: retried on the next pass, when what they decide may be fixed
+
+
+def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: str, path: str, limit: int,
+              result: Dropped) -> tuple[str, list[Finding]]:
+    keeps_length = not _long_code_lines(current, limit)
+
+    def apply(fixes):
+        text, kept = _apply(current, fixes, settings, newline)
+        if kept and keeps_length:
+            text = _wrapped(current, text, limit, path)
+        return text, kept
+
+    new, used = apply(wanted)
+    if new == current:
+        return new, used
+    if not _parses(new, path):
+        # Find the culprit(s): add one fix at a time, keeping those that leave valid code.
+        new, used = current, []
+        for f in wanted:
+            candidate, kept = apply(used + [f])
+            if f in kept and _parses(candidate, path):
+                new, used = candidate, kept
+            else:
+                result.rejected.append(f)
+    before = _long_lines(current, limit)
+    if used and _long_lines(new, limit) > before and keeps_length:
+        # A file whose code keeps within the project's line length (its long lines, if any, are
+        # comments and strings no formatter can break) stays so: no fix adds a line past it (ruff
+        # E501; `ruff format` would break it up). The fixes on lines grown too long are dropped and
+        # left to a person. (A file with long code lines is not held to a length it does not keep.)
+        def fits(text: str) -> bool:
+            return _long_lines(text, limit) <= before and _parses(text, path)
+
+        culprits = _on_long_lines(current, new, used, limit)
+        kept = [f for f in used if f not in culprits]
+        candidate, applied = apply(kept) if kept else (current, [])
+        if not (fits(candidate) and len(applied) == len(kept)):  # rare: fall back to one fix at a time
+            from .rewrite import rewrite_greedily
+
+            done = rewrite_greedily(current, used, settings, fits)
+            candidate, applied = done.text, list(done.applied)
+        too_long = [f for f in used if f not in applied]
+        result.rejected.extend(too_long)
+        result.too_long.extend(too_long)
+        new, used = candidate, list(applied)
+    return new, used
+
+
+def _wrapped(current: str, new: str, limit: int, path: str) -> str:
+    """``new`` with the statements whose lines a fix pushed past ``limit`` broken as a formatter
+    would (see :mod:`neuron_lint.fixes.wrap`); ``new`` itself when there are none or it fails."""
+    old_long = {line for line in split_lines(current) if len(line) > limit}
+    grown = {n for n, line in enumerate(split_lines(new), 1) if len(line) > limit and line not in old_long}
+    if not grown:
+        return new
+    from .wrap import wrap_lines
+
+    wrapped = wrap_lines(new, grown, limit)
+    return wrapped if wrapped != new and _parses(wrapped, path) else new
+
+
+def _long_code_lines(text: str, limit: int) -> int:
+    """Lines past ``limit`` that are long because of their code, not of a comment or a string."""
+    lines = split_lines(text)
+    long = {n for n, line in enumerate(lines, 1) if len(line) > limit}
+    if not long:
+        return 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            (row, col), (end_row, end_col) = tok.start, tok.end
+            if tok.type == tokenize.COMMENT and col <= limit:
+                long.discard(row)
+            elif tok.type == tokenize.STRING and (end_row > row or end_col - col >= 20):
+                long.difference_update(range(row, end_row + 1))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return len(long)
+
+
+def _on_long_lines(current: str, new: str, fixes: list[Finding], limit: int) -> list[Finding]:
+    """The fixes whose target lies on lines that became longer than ``limit``."""
+    a, b = split_lines(current), split_lines(new)
+    grown: set[int] = set()  # 1-based lines of ``current``
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "replace" and i2 - i1 == j2 - j1:  # line for line
+            grown.update(i + 1 for i, j in zip(range(i1, i2), range(j1, j2)) if len(b[j]) > limit)
+        elif tag != "equal" and any(len(b[j]) > limit for j in range(j1, j2)):
+            grown.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+    return [f for f in fixes if any(line in grown for line in range(f.fix.target[0], f.fix.target[2] + 1))]
+
+
+def advertised(text: str, findings: list[Finding], settings: Settings, path: str, limit: int | None = None) -> list[Finding]:
+    """``findings`` less the fixes ``fix`` would drop in its first pass (each gets a note saying
+    why), so that ``check`` does not offer a fix ``fix`` leaves. ``limit``: the project's line length
+    (found from ``path``'s folder when not given)."""
+    wanted = [f for f in findings if applicable(f, settings) and f.fix.fixer]
+    if not wanted:
+        return findings
+    if limit is None:
+        from .line_length import line_length_of
+
+        limit = line_length_of(os.path.dirname(os.path.abspath(path)))
+    if all(f.fix.edits for f in wanted):  # the cheap test first: every fix's own edits, as text
+        joint, done = apply_edits(text, wanted)
+        if len(done) == len(wanted) and _parses(joint, path) and (_long_code_lines(text, limit) or _long_lines(
+                _wrapped(text, joint, limit, path), limit) <= _long_lines(text, limit)):
+            return findings  # together they parse and grow no line too long: fix drops none
+    dropped = Dropped()
+    one_pass(text, wanted, settings, "\n", path, limit, dropped, findings)
+    if not dropped.rejected:
+        return findings
+    long = [id(f) for f in dropped.too_long]
+    notes = {id(f): (f"not rewritten: the line would grow past {limit} characters (the project's line length); "
+                     "rewrite it by hand") if id(f) in long else "not rewritten: the result would not parse"
+             for f in dropped.rejected}
+    out = [replace(f, fix=None, fix_note=notes[id(f)]) if id(f) in notes else f for f in findings]
+    return settle(out)  # a guard whose decided code lost its fix loses its own
