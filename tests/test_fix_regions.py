@@ -121,3 +121,45 @@ def test_rewriting_only_the_statements_with_targets_gives_the_whole_module_rewri
         rewrite.forget()
         assert by_region.text == whole.text
         assert len(by_region.applied) == len(whole.applied)
+
+
+@pytest.mark.parametrize("name,text", list(_sources()), ids=[n for n, _ in _sources()])
+def test_statement_lines_read_off_the_ast_are_those_of_the_generated_code(name, text):
+    module = regions.Module(text)
+    blocks = [()] + [p for p in _all_statements(module) if regions._block(module.node_at(p)) is not None]
+    paired = 0
+    for path in blocks:
+        from_ast = module._from_ast(path)
+        if from_ast is None:
+            continue
+        paired += 1
+        starts, ends = module._from_code(path)
+        assert from_ast[0] == starts, path
+        assert all(a <= c for a, c in zip(from_ast[1], ends)), path  # the last line of code, before any trailing comment
+    assert paired == len(blocks)
+
+
+VARIANTS = {
+    "plain": NESTED,
+    "no trailing newline": NESTED.rstrip("\n"),
+    "crlf": NESTED.replace("\n", "\r\n"),
+    "header and footer comments": "# header\n\n" + NESTED + "\n# footer\n\n",
+    "no torch import": NESTED.replace("import torch\n", "import os\n"),
+}
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_a_module_rewritten_statement_by_statement_reads_as_the_whole_module_rewritten(name, monkeypatch):
+    text = VARIANTS[name]
+    for unsafe in (False, True):
+        settings = Settings(unsafe_fixes=unsafe)
+        planned = [f for f in analyze_source(text, "t.py", settings)[0] if f.fix is not None and f.fix.fixer]
+        assert planned
+        rewrite.forget()
+        by_region = rewrite.rewrite(text, planned, settings)
+        rewrite.forget()
+        with monkeypatch.context() as m:
+            m.setattr(regions.Module, "paths_of", lambda self, targets: None)
+            whole = rewrite.rewrite(text, planned, settings)
+        rewrite.forget()
+        assert by_region.applied and by_region.text == whole.text

@@ -5,8 +5,9 @@ on a large file that is several times the parse. A pass needs them only around i
 each target is located by line numbers alone, descending from the module through the bodies of
 classes, functions and other blocks to the smallest statement that holds it (a :class:`Region`);
 positions and parents are computed for that statement on its own, only that statement is
-visited, and the module is rebuilt along the path to it. Line numbers come from the generated
-code of each statement (LibCST's code generation is a fraction of its parse).
+visited, and the module is rebuilt along the path to it. Line numbers come from the ``ast`` of
+the same text, each LibCST statement paired with its ``ast`` statements (else from the generated
+code of each statement).
 
 A statement inside a block is generated on its own with less indentation than in the file; each
 line's shift is measured against the file's own line, so positions stay exact (lines inside a
@@ -16,6 +17,7 @@ that spans top-level statements, makes the whole module the region.
 
 from __future__ import annotations
 
+import ast
 import bisect
 from functools import cached_property
 
@@ -67,6 +69,35 @@ class Region:
         return self._wrapper.resolve(ParentNodeProvider)
 
 
+#: The ``ast`` statements a LibCST compound statement can be.
+_COMPOUND = {
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef), cst.ClassDef: (ast.ClassDef,),
+    cst.If: (ast.If,), cst.For: (ast.For, ast.AsyncFor), cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith), cst.Try: (ast.Try,), cst.TryStar: (getattr(ast, "TryStar", ast.Try),),
+    cst.Match: (getattr(ast, "Match", ast.If),),
+}
+_COMPOUND_AST = tuple({t for ts in _COMPOUND.values() for t in ts})
+
+
+def _paired(children, stmts) -> list[list[ast.stmt]] | None:
+    """Each LibCST statement's ``ast`` statements (a line ``a; b`` holds two), or None when the
+    two trees do not line up."""
+    out, k = [], 0
+    for child in children:
+        if isinstance(child, cst.SimpleStatementLine):
+            group = stmts[k:k + len(child.body)]
+            if len(group) != len(child.body) or not group or any(isinstance(g, _COMPOUND_AST) for g in group):
+                return None
+        else:
+            kinds = _COMPOUND.get(type(child))
+            if kinds is None or k >= len(stmts) or not isinstance(stmts[k], kinds):
+                return None
+            group = [stmts[k]]
+        out.append(group)
+        k += len(group)
+    return out if k == len(stmts) else None
+
+
 def _block(stmt: cst.CSTNode) -> cst.IndentedBlock | None:
     """The indented body of a statement whose body is the last thing in it, else None."""
     if isinstance(stmt, (cst.ClassDef, cst.FunctionDef, cst.With)) or (
@@ -83,7 +114,8 @@ class Module:
         self.tree = cst.parse_module(text)
         self.torch = torch_alias(self.tree)
         self._newlines: dict[int, int] = {}  # id(statement) -> lines of its generated code
-        self._starts: dict[Path, list[int]] = {}  # path -> first line of each statement of its block
+        self._starts: dict[Path, tuple[list[int], list[int]]] = {}  # path -> lines of its block's statements
+        self._groups: dict[Path, list | None] = {}  # path -> ast statements of its block's statements
         self._regions: dict[Path | None, Region] = {}
 
     # ------------------------------------------------------------------ lines
@@ -110,21 +142,79 @@ class Module:
     def starts(self, path: Path) -> list[int]:
         """The first line (leading blank lines and comments included) of each statement of the
         block at ``path`` (the module's body for ``()``)."""
+        return self._layout(path)[0]
+
+    def _layout(self, path: Path) -> tuple[list[int], list[int]]:
+        """For each statement of the block at ``path``: its first line and its last line of code.
+
+        Read off the ``ast`` of the same text (a parse costs a fraction of LibCST's code
+        generation): each LibCST statement is paired with its ``ast`` statements, and its leading
+        lines are counted back from the first of them. Where the pairing fails, the lines are
+        counted in the generated code of each statement instead."""
         if path not in self._starts:
-            children = self._children(path)
-            counts = [self._lines_of(c) for c in children]
-            if not path:
-                line = 1 + len(self.tree.header)
-            else:
-                stmt = self.node_at(path)
-                header = self._lines_of(stmt) - 1 - sum(counts) - len(_block(stmt).footer)
-                line = self._first_line(path) + header + 1
-            out = []
-            for n in counts:
-                out.append(line)
-                line += n
-            self._starts[path] = out
+            layout = self._from_ast(path)
+            if layout is None:
+                layout = self._from_code(path)
+            self._starts[path] = layout
         return self._starts[path]
+
+    def _from_ast(self, path: Path) -> tuple[list[int], list[int]] | None:
+        groups = self._ast_groups(path)
+        if groups is None:
+            return None
+        starts, ends = [], []
+        previous = 0
+        for child, group in zip(self._children(path), groups):
+            head = group[0]
+            first = head.decorator_list[0].lineno if getattr(head, "decorator_list", None) else head.lineno
+            start = first - len(child.leading_lines)
+            if start <= previous:
+                return None
+            starts.append(start)
+            ends.append(group[-1].end_lineno or first)
+            previous = ends[-1]
+        return starts, ends
+
+    def _ast_groups(self, path: Path) -> list[list[ast.stmt]] | None:
+        """The ``ast`` statements of each LibCST statement of the block at ``path``, or None."""
+        if path in self._groups:
+            return self._groups[path]
+        groups = None
+        if not path:
+            if self._ast is not None:
+                groups = _paired(self.tree.body, self._ast.body)
+        else:
+            above = self._ast_groups(path[:-1])
+            if above is not None:
+                stmt = above[path[-1]][0]
+                body = getattr(stmt, "body", None)
+                if isinstance(body, list):
+                    groups = _paired(_block(self.node_at(path)).body, body)
+        self._groups[path] = groups
+        return groups
+
+    @cached_property
+    def _ast(self) -> ast.Module | None:
+        try:
+            return ast.parse(self.text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+    def _from_code(self, path: Path) -> tuple[list[int], list[int]]:
+        children = self._children(path)
+        counts = [self._lines_of(c) for c in children]
+        if not path:
+            line = 1 + len(self.tree.header)
+        else:
+            stmt = self.node_at(path)
+            header = self._lines_of(stmt) - 1 - sum(counts) - len(_block(stmt).footer)
+            line = self._first_line(path) + header + 1
+        starts, ends = [], []
+        for n in counts:
+            starts.append(line)
+            ends.append(line + n - 1)
+            line += n
+        return starts, ends
 
     # ------------------------------------------------------------------ where the targets are
     def path_of(self, target) -> Path | None:
@@ -136,12 +226,11 @@ class Module:
         path: Path = ()
         children = self.tree.body
         while True:
-            starts = self.starts(path)
+            starts, ends = self._layout(path)
             i = bisect.bisect_right(starts, line) - 1
             if i < 0:
                 return path or None
-            last = starts[i] + self._lines_of(children[i]) - 1
-            if end_line > last:
+            if end_line > ends[i]:
                 return path or None  # it spans statements of this block
             path += (i,)
             block = _block(children[i])
@@ -216,3 +305,27 @@ class Module:
             return out
 
         return self.tree.with_changes(body=block(self.tree.body, ()))
+
+    def code_of(self, new: cst.Module) -> str:
+        """``new.code``, for a module made from this one by replacing some top-level statements:
+        the statements it shares with this module are copied from the text, only the others are
+        generated (code generation walks every node)."""
+        old = self.tree
+        if new.header is not old.header or new.footer is not old.footer or new.config_for_parsing != old.config_for_parsing \
+                or new.has_trailing_newline != old.has_trailing_newline:
+            return new.code
+        lines = self.text.splitlines(keepends=True)
+        starts = self.starts(())
+        bounds = [s - 1 for s in starts] + [len(lines) - len(old.footer)]
+        if len(NEWLINE_RE.split(self.text)) - (0 if self.text and self.text[-1] not in "\r\n" else 1) != len(lines):
+            return new.code  # a line break splitlines knows and Python does not (form feed, ...)
+        same = {id(stmt): i for i, stmt in enumerate(old.body)}
+        parts = ["".join(lines[:len(old.header)])]
+        for stmt in new.body:
+            i = same.get(id(stmt))
+            parts.append("".join(lines[bounds[i]:bounds[i + 1]]) if i is not None else new.code_for_node(stmt))
+        parts.append("".join(lines[bounds[-1]:]))
+        text = "".join(parts)
+        if not new.has_trailing_newline and new.body and not old.footer and new.body[-1] is not old.body[-1]:
+            return new.code  # the generated last statement ends with a newline the file does not have
+        return text

@@ -195,7 +195,9 @@ def _transform(module: Module, findings: list[Finding], settings: Settings) -> t
 
         tree = module.rebuilt(paths, visit)
         if not apply.applied:
-            tree = module.tree
+            return module.text, apply
+        tree = rx.finish(tree)
+        return module.code_of(tree), apply
     if apply.applied:
         tree = rx.finish(tree)
     return tree.code, apply
