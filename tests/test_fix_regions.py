@@ -101,6 +101,7 @@ def _examples():
             yield f"{rule.code}-{n}", code
 
 
+@pytest.mark.slow  # every rule example, twice in two modes: the quick loop keeps the layout variants below
 @pytest.mark.parametrize("name,code", list(_examples()), ids=[n for n, _ in _examples()])
 def test_rewriting_only_the_statements_with_targets_gives_the_whole_module_rewrite(name, code, monkeypatch):
     for unsafe in (False, True):
