@@ -515,19 +515,22 @@ def render_repos_table(r: dict) -> str:
         m = e["median_seconds"]
         out.append(f"| {name} | {e['files']:,} | {e['lines']:,} | {m['nl_cold_nocache']:.2f} | {m['nl_warm']:.2f} | {m['ruff_all']:.2f} | "
                    f"{m['ast_parse_parallel']:.2f} | {e['cold_vs_ruff']:.2f} | {e['cold_vs_parse_floor']:.2f} |")
-    if any("fix_vs_libcst_parse" in e for e in r["repos"].values()):
-        out += ["", "| repository | `fix --diff --no-cache` s | bare serial LibCST parse s | fix / parse (<= 0.5) |", "|---|---:|---:|---:|"]
-        for name, e in r["repos"].items():
-            if "fix_vs_libcst_parse" in e:
-                m = e["median_seconds"]
-                out.append(f"| {name} | {m['nl_fix']:.2f} | {m['libcst_parse']:.2f} | {e['fix_vs_libcst_parse']:.2f} |")
-    if any("now_vs_before" in e for e in r["repos"].values()):
-        out += ["", "| repository | this revision (python -m) | before | now / before |", "|---|---:|---:|---:|"]
-        for name, e in r["repos"].items():
-            if "now_vs_before" in e:
-                m = e["median_seconds"]
-                out.append(f"| {name} | {m['nl_now']:.2f} | {m['nl_before']:.2f} | {e['now_vs_before']:.2f} |")
+    out += _ratio_table(r, "fix_vs_libcst_parse", "nl_fix", "libcst_parse",
+                        "`fix --diff --no-cache` s | bare serial LibCST parse s | fix / parse (<= 0.5)")
+    out += _ratio_table(r, "now_vs_before", "nl_now", "nl_before", "this revision (python -m) | before | now / before")
     return "\n".join(out)
+
+
+def _ratio_table(r: dict, ratio: str, num: str, den: str, header: str) -> list[str]:
+    """A second table of the repositories that have ``ratio``: the two medians and their ratio."""
+    rows = [(name, e) for name, e in r["repos"].items() if ratio in e]
+    if not rows:
+        return []
+    out = ["", f"| repository | {header} |", "|---|---:|---:|---:|"]
+    for name, e in rows:
+        m = e["median_seconds"]
+        out.append(f"| {name} | {m[num]:.2f} | {m[den]:.2f} | {e[ratio]:.2f} |")
+    return out
 
 
 def render_table(r: dict) -> str:

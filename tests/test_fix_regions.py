@@ -95,6 +95,18 @@ def test_a_target_is_found_in_the_smallest_statement_that_holds_it():
     assert all(module.region(p) is not module.region(p[:1]) for p in paths)
 
 
+def _both_ways(text, planned, settings, monkeypatch):
+    """``rewrite`` of ``text`` statement by statement, and with the whole module as one region."""
+    rewrite.forget()
+    by_region = rewrite.rewrite(text, planned, settings)
+    rewrite.forget()
+    with monkeypatch.context() as m:
+        m.setattr(regions.Module, "paths_of", lambda self, targets: None)
+        whole = rewrite.rewrite(text, planned, settings)
+    rewrite.forget()
+    return by_region, whole
+
+
 def _examples():
     for rule in load_catalog().rules:
         for n, code in enumerate((*rule.bad, *rule.fixed)):
@@ -113,13 +125,7 @@ def test_rewriting_only_the_statements_with_targets_gives_the_whole_module_rewri
         planned = [f for f in findings if f.fix.fixer and f.fix.target]
         if not planned:
             continue
-        rewrite.forget()
-        by_region = rewrite.rewrite(code, planned, settings)
-        rewrite.forget()
-        with monkeypatch.context() as m:
-            m.setattr(regions.Module, "paths_of", lambda self, targets: None)
-            whole = rewrite.rewrite(code, planned, settings)
-        rewrite.forget()
+        by_region, whole = _both_ways(code, planned, settings, monkeypatch)
         assert by_region.text == whole.text
         assert len(by_region.applied) == len(whole.applied)
 
@@ -156,11 +162,5 @@ def test_a_module_rewritten_statement_by_statement_reads_as_the_whole_module_rew
         settings = Settings(unsafe_fixes=unsafe)
         planned = [f for f in analyze_source(text, "t.py", settings)[0] if f.fix is not None and f.fix.fixer]
         assert planned
-        rewrite.forget()
-        by_region = rewrite.rewrite(text, planned, settings)
-        rewrite.forget()
-        with monkeypatch.context() as m:
-            m.setattr(regions.Module, "paths_of", lambda self, targets: None)
-            whole = rewrite.rewrite(text, planned, settings)
-        rewrite.forget()
+        by_region, whole = _both_ways(text, planned, settings, monkeypatch)
         assert by_region.applied and by_region.text == whole.text
