@@ -72,6 +72,7 @@ def train(index, flags):
         with open(flags["out"], "w") as fh:
             json.dump({"rank": index, "losses": losses}, fh)
     xm.save(model.state_dict(), flags["checkpoint"])
+    dist.destroy_process_group()  # the gloo/XLA group ends before the interpreter does
 
 
 if __name__ == "__main__":
