@@ -24,6 +24,7 @@ from neuron_lint.catalog.index import build_index
 from neuron_lint.catalog.prefilter import active, may_match_substring
 from neuron_lint.config.settings import Settings
 from neuron_lint.engine import pipeline as api
+from neuron_lint.engine.parents import TreeParents, parent_map
 from neuron_lint.errors import ParseError
 from neuron_lint.io.source import SourceError, decode
 
@@ -126,7 +127,8 @@ def _trees(catalog):
 
 
 def test_module_scans_match_the_fix_planners(catalog):
-    """api's one-loop scans answer as `ast.walk` and `fixes.plan.bound_names` do."""
+    """api's one-loop scans, and the parents found on demand, answer as `ast.walk` and
+    `fixes.plan.bound_names` do."""
     import ast
 
     from neuron_lint.fixes.plan import bound_names as planners_bound_names
@@ -136,5 +138,33 @@ def test_module_scans_match_the_fix_planners(catalog):
         for p in ast.walk(tree):
             for child in ast.iter_child_nodes(p):
                 parents[id(child)] = p
-        assert api.parent_map(tree) == parents
+        assert parent_map(tree) == parents
+        on_demand = TreeParents(tree)  # asked node by node, in an order unlike the walk's
+        for node in reversed(list(ast.walk(tree))):
+            if not isinstance(node, (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)):
+                assert on_demand.of(node) is parents.get(id(node)), ast.dump(node)[:80]
         assert api.bound_names(tree) == planners_bound_names(tree)
+
+
+@pytest.mark.parametrize("text", [
+    # words the Python matchers look at, in places none of them can fire: nothing to walk
+    "import torch\nx = torch.tensor([1, 2])\ny = x.to(dtype=torch.float32)\n",
+    "import re\nPATTERN = re.compile(r'step [0-9]+')  # the steps of a CUDA log\n",
+    "import torch\nmodel = torch.compile(model)\nprint(torch.__version__, 'generate with full tensors')\n",
+])
+def test_matcher_words_alone_do_not_make_a_file_walked(catalog, text):
+    index = build_index(catalog, frozenset(Settings().codes_for("m.py", catalog)))
+    assert active(text, index) is None
+    assert api.check_source(text, "m.py", Settings(), catalog) == []
+
+
+@pytest.mark.parametrize("text, code", [
+    ('x = torch.full((2,), 2**40, device=dev)\n', "NRN304"),
+    ("d = {'cuda': 'nccl', 'cpu': 'gloo'}\n", "NRN213"),
+    ('os.environ["TORCH_NCCL_BLOCKING_WAIT"] = "1"\nENV = "TORCH_NCCL_ASYNC_ERROR_HANDLING"\n', "NRN207"),
+    ("scaler = ShardedGradScaler()\n", "NRN502"),
+])
+def test_each_trigger_lets_its_finding_through(catalog, text, code):
+    imports = "import os\nimport torch\nfrom torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+    found = {f.code for f in api.check_source(imports + text, "m.py", EVERY_RULE, catalog)}
+    assert code in found

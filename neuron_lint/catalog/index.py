@@ -215,7 +215,7 @@ def _dotted_trigger(pattern: str) -> str:
 def trigger_words(m: Match) -> set[str]:
     """Words of which at least one appears in the text of any file this match can fire on."""
     if m.trigger:
-        return set(m.trigger)
+        return {w.strip("*") for group in m.trigger for w in group}
     if m.kind in ("names", "imports"):
         return {_dotted_trigger(p) for p in m.patterns}
     if m.kind in ("methods", "attributes", "env"):
@@ -273,6 +273,18 @@ def pattern_need(pattern: str) -> Alternative:
     return frozenset(words), tuple(fragments)
 
 
+@cache
+def trigger_need(alternative: str) -> Alternative:
+    """One alternative of a matcher's ``trigger``: a name (``add_argument``) is a whole word of the
+    text; with a glob character it is read as a pattern (``NVIDIA_*``: the text holds ``NVIDIA_``
+    at the start of some word); anything else (``"cuda``, with its quote; ``**``) is a substring."""
+    if _WORD_PIECE.fullmatch(alternative):
+        return frozenset({alternative}), ()
+    if _GLOB_CHARS.search(alternative) and _WORD_PIECE.search(alternative):
+        return pattern_need(alternative)
+    return frozenset(), (alternative,)
+
+
 def _literal_spans(pattern: str) -> list[tuple[int, str]]:
     """(offset, text) of each run of literal characters in a glob; offsets reach from 0 to len(pattern)."""
     spans, start = [], 0
@@ -307,8 +319,8 @@ def requirement(m: Match) -> Requirement:
 
 
 def _requirement(m: Match) -> Requirement:
-    if m.trigger:  # the words a Python matcher (or a rule's own override) declares it needs: substrings
-        return (tuple((frozenset(), (w,)) for w in m.trigger),)
+    if m.trigger:  # what a Python matcher declares its findings need
+        return tuple(g for g in (_group(trigger_need(a) for a in group) for group in m.trigger) if g)
     groups = []
     # the subject: the imported module, the referenced name, the callee, the assigned name, the key
     subject = _group(pattern_need(p.lstrip(".")) if p != "*" else _ANY for p in m.patterns)

@@ -84,7 +84,9 @@ class Match:
     value_names: tuple[str, ...] = ()
     message: str | None = None
     suggestion: str | None = None
-    trigger: tuple[str, ...] = ()
+    #: what a file's text must hold for a Python matcher to fire: groups, all of which must hold, each
+    #: of alternatives (``catalog.index.trigger_need`` says how one is read)
+    trigger: tuple[tuple[str, ...], ...] = ()
     guarded: bool = False  # imports: also count imports guarded by try/except ImportError
 
 
@@ -168,6 +170,13 @@ def _str_list(value: Any, file: str, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _trigger(value: Any, file: str, key: str) -> tuple[tuple[str, ...], ...]:
+    """``["a", "b"]`` (one group: a or b) or ``[["a", "b"], ["c"]]`` (a or b, and c)."""
+    if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+        return tuple(_str_list(group, file, f"{key}[{i}]") for i, group in enumerate(value))
+    return (_str_list(value, file, key),)
+
+
 _SPAN_RE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
 
 
@@ -239,7 +248,7 @@ def _parse_match(raw: Any, file: str, index: int) -> Match:
         raise _err(file, f"{where}.values", "is only valid with 'calls' (with 'arg') or 'assign'")
     if kind == "calls" and (values or value_names) and arg is None:
         raise _err(file, f"{where}.arg", "is required when 'values' constrain a call")
-    trigger = _str_list(raw["trigger"], file, f"{where}.trigger") if "trigger" in raw else ()
+    trigger = _trigger(raw["trigger"], file, f"{where}.trigger") if "trigger" in raw else ()
     if kind == "matcher" and not trigger:
         raise _err(file, f"{where}.trigger", "a Python matcher must list the words its findings need (for the prefilter)")
     guarded = raw.get("guarded", False)

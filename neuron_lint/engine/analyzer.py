@@ -51,11 +51,9 @@ def _ignore(node: ast.AST) -> None:
 class Analyzer(Walker):
     def __init__(
         self, index: RuleIndex, matchers: dict[str, Callable] | None = None, path: str | None = None,
-        text: str | None = None, active: Active | None = None,
+        active: Active | None = None,
     ) -> None:
-        """``text``, when given, is the module's source: Python matchers none of whose trigger
-        words occur in it cannot fire there, so they are not run (the prefilter's argument, per match).
-        ``active`` (from :func:`neuron_lint.catalog.prefilter.active`) says which match kinds and matchers can
+        """``active`` (from :func:`neuron_lint.catalog.prefilter.active`) says which match kinds and matchers can
         fire in this module at all: the walk leaves out the work of the others (same hits)."""
         super().__init__(index, SemanticModel(path, other_rule_names=specific_cuda_rule))
         kinds = active.kinds if active is not None else None
@@ -63,16 +61,14 @@ class Analyzer(Walker):
         self._names, self._imports, self._methods = on["names"], on["imports"], on["methods"]
         self._attributes, self._calls, self._assigns, self._env = on["attributes"], on["calls"], on["assign"], on["env"]
         self.matchers = matchers or {}
-        subs = self._subscriptions(index, text, active)
+        subs = self._subscriptions(index, active)
         self._plan(self._dispatch_table(subs), subs)
 
-    def _subscriptions(self, index: RuleIndex, text: str | None, active: Active | None) -> dict[type, list]:
+    def _subscriptions(self, index: RuleIndex, active: Active | None) -> dict[type, list]:
         """Python matchers subscribe to node types: node type -> (rule, match, matcher) to run there."""
         subs: dict[type, list[tuple[Rule, Match, Callable]]] = {}
         for rule, m in index.matchers:
             if active is not None and id(m) not in active.matchers:
-                continue
-            if active is None and text is not None and m.trigger and not any(word in text for word in m.trigger):
                 continue
             for name in m.patterns:
                 fn = self.matchers.get(name)

@@ -40,6 +40,7 @@ from ..suppress import noqa
 from .analyzer import Analyzer
 from .finding_text import finding_text
 from .hits import Hit
+from .parents import TreeParents
 from .recursion import call_deep
 from .syntax_version import newer_python_hint
 
@@ -112,7 +113,7 @@ def _walked(catalog: Catalog, codes: frozenset[str]) -> frozenset[str]:
 
 def _tree_findings(text, path, settings, catalog, codes, index, directives, active, tree) -> list[Finding]:
     """Walk a parsed module and turn its hits into findings (with fixes), less those under noqa."""
-    analyzer = Analyzer(index, MATCHERS, path=path, text=text, active=active)
+    analyzer = Analyzer(index, MATCHERS, path=path, active=active)
     hits = analyzer.run(tree)
     lines = LineIndex(text)
     ctx = None
@@ -128,7 +129,7 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
         if hit.rule.fix is not None:
             if ctx is None:
                 ctx = _Context(text, tree, lines, settings, analyzer.import_bindings, path=path,
-                                  flagged=frozenset(id(h.node) for h in hits), _parents=_LazyParents(tree))
+                                  flagged=frozenset(id(h.node) for h in hits), _parents=TreeParents(tree))
             fix = plan_fix(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
     walked_only = {id(f) for f in findings if f.code not in codes}  # rules walked only for the guards
@@ -197,46 +198,6 @@ def bound_names(tree: ast.AST) -> dict[str, int]:
     return counts
 
 
-class _LazyParents:
-    """A module's ``id(child) -> parent`` map, built on the first question (most files never ask).
-
-    The same map as ``ast.walk`` and ``ast.iter_child_nodes`` give (breadth first, every field, the
-    last parent winning for shared leaves such as ``Load``), built in one loop without generators.
-    """
-
-    __slots__ = ("_map", "_tree")
-
-    def __init__(self, tree: ast.AST) -> None:
-        self._tree = tree
-        self._map: dict[int, ast.AST] | None = None
-
-    def get(self, key: int, default=None):
-        if self._map is None:
-            self._map = parent_map(self._tree)
-        return self._map.get(key, default)
-
-
-def parent_map(tree: ast.AST) -> dict[int, ast.AST]:
-    parents: dict[int, ast.AST] = {}
-    fields_of: dict[type, tuple[str, ...]] = {}
-    todo = [tree]
-    AST = ast.AST
-    for node in todo:  # the list grows as it is read: breadth first, like ast.walk
-        cls = node.__class__
-        fields = fields_of.get(cls)
-        if fields is None:
-            fields = fields_of[cls] = cls._fields
-        for name in fields:
-            value = getattr(node, name, None)
-            if isinstance(value, AST):
-                parents[id(value)] = node
-                todo.append(value)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, AST):
-                        parents[id(item)] = node
-                        todo.append(item)
-    return parents
 
 
 def _finding(hit: Hit, span, path: str, fix, ctx) -> Finding:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..config.settings import Settings
+from ..engine.parents import TreeParents
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
 from .local_device import local_device
@@ -126,7 +127,7 @@ class PlanContext:
     settings: Settings
     import_bindings: dict[str, str]  # module-level name -> qualified name
     notes: dict[int, str] = field(default_factory=dict)
-    _parents: dict[int, ast.AST] | None = field(default=None, repr=False)
+    _parents: TreeParents | None = field(default=None, repr=False)
     path: str = ""  # the module's path as given to check (fixers may treat test files differently)
     flagged: frozenset[int] = frozenset()  # id() of every node a rule reported in this module
 
@@ -139,12 +140,8 @@ class PlanContext:
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         if self._parents is None:
-            parents: dict[int, ast.AST] = {}
-            for p in ast.walk(self.tree):
-                for child in ast.iter_child_nodes(p):
-                    parents[id(child)] = p
-            self._parents = parents
-        return self._parents.get(id(node))
+            self._parents = TreeParents(self.tree)
+        return self._parents.of(node)
 
     def ancestors(self, node: ast.AST):
         p = self.parent(node)
