@@ -56,8 +56,21 @@ def _snippet(f: Finding, lines: list[str]) -> Text | None:
     return out
 
 
+class _PlainConsole:
+    """What ``render`` asks of a rich Console, for output that gets no styling (a pipe, a file): each text's characters and a newline, as rich writes them there, without
+    rich's rendering pipeline (a tenth of a cold run's time on a project with a few hundred findings)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._write = out.write
+
+    def print(self, text: Text | None = None) -> None:
+        self._write(text.plain + "\n" if text is not None else "\n")
+
+
 def render(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
     console = _console(out, options)
+    if not console.is_terminal:
+        console = _PlainConsole(out)  # type: ignore[assignment]
     cache: dict = {}
     for path, group in groupby(result.findings, key=lambda f: f.path):
         for f in group:
