@@ -12,6 +12,7 @@ position) makes it build the whole map, once. Either way the answer is the paren
 from __future__ import annotations
 
 import ast
+from itertools import pairwise
 
 #: Node types that never hold code: not searched.
 _LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
@@ -45,7 +46,7 @@ def parent_map(tree: ast.AST) -> dict[int, ast.AST]:
 class TreeParents:
     """The parent of any node of one module, searched by position (see the module's docstring)."""
 
-    __slots__ = ("_tree", "_known", "_whole")
+    __slots__ = ("_known", "_tree", "_whole")
 
     def __init__(self, tree: ast.AST) -> None:
         self._tree = tree
@@ -89,7 +90,7 @@ class TreeParents:
 
         if not down(self._tree):
             return False
-        for parent, child in zip(path, path[1:]):
+        for parent, child in pairwise(path):
             self._known[id(child)] = parent
         return True
 

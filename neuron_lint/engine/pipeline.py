@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import functools
 import os
-import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,26 +40,10 @@ from .analyzer import Analyzer
 from .finding_text import finding_text
 from .hits import Hit
 from .parents import TreeParents
+from .parsing import parse
 from .recursion import call_deep
-from .syntax_version import newer_python_hint
 
 __all__ = ["check_source", "check_file", "analyze_source", "read_file", "display_path"]
-
-
-def parse(text: str, path: str = "<string>") -> ast.Module:
-    """Parse Python source, turning every parser failure into a :class:`ParseError`."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
-            return ast.parse(text, filename=path)
-    except SyntaxError as exc:
-        msg = exc.msg or "invalid syntax"
-        hint = newer_python_hint(text, exc.lineno, msg)
-        raise ParseError(f"syntax error: {msg}" + (f" ({hint})" if hint else ""), exc.lineno, exc.offset) from None
-    except (RecursionError, MemoryError):
-        raise ParseError("too deeply nested to parse") from None
-    except ValueError as exc:  # e.g. source with NUL bytes
-        raise ParseError(f"cannot be parsed: {exc}") from None
 
 
 def analyze_source(

@@ -10,15 +10,15 @@ same pass for ``check``, so that a fix ``check`` spells out is one ``fix`` appli
 
 from __future__ import annotations
 
-import ast
 import difflib
 import io
 import os
 import tokenize
-import warnings
 from dataclasses import dataclass, field, replace
 
 from ..config.settings import Settings
+from ..engine.parsing import parse
+from ..errors import ParseError
 from ..io.positions import split_lines
 from ..model import Finding
 from .edits import apply_edits
@@ -38,12 +38,10 @@ def applicable(finding: Finding, settings: Settings) -> bool:
 
 
 def _parses(text: str, path: str) -> bool:
-    """Whether ``text`` is valid Python (:func:`neuron_lint.engine.pipeline.parse` without its messages)."""
+    """Whether ``text`` is valid Python (its tree is kept for the next question about it)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text, filename=path)
-    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        parse(text, path)
+    except ParseError:
         return False
     return True
 
@@ -140,7 +138,7 @@ def _wrapped(current: str, new: str, limit: int, path: str) -> str:
         return new
     from .wrap import wrap_lines
 
-    wrapped = wrap_lines(new, grown, limit)
+    wrapped = wrap_lines(new, grown, limit, path)
     return wrapped if wrapped != new and _parses(wrapped, path) else new
 
 

@@ -27,6 +27,9 @@ import ast
 
 import libcst as cst
 
+from ..engine.parsing import parse
+from ..errors import ParseError
+
 _BRACKETED = (cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Set, cst.Dict,
               cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
@@ -268,11 +271,32 @@ class _Breaker:
         return self._pick(getattr(node, field), True, render, column)
 
 
+def _near(tree: ast.Module, lines: set[int]):
+    """The nodes of ``tree`` whose lines (a definition's decorators included) reach one of ``lines``,
+    with those of no position: ``ast.walk`` less the subtrees that cannot matter."""
+    if not lines:
+        return
+    first, last = min(lines), max(lines)
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            start = getattr(child, "lineno", None)
+            if start is not None:
+                for dec in getattr(child, "decorator_list", ()):
+                    start = min(start, dec.lineno)
+                end = child.end_lineno or start  # type: ignore[attr-defined]
+                if end < first or start > last or not any(start <= n <= end for n in lines):
+                    continue
+            todo.append(child)
+
+
 def _elements(tree: ast.Module, lines: set[int], source: list[str]):
     """(line, "element") of the lines that hold exactly one element of a bracket broken one element
     per line, with its trailing comma (a formatter keeps such a bracket broken and formats each
     element on its own)."""
-    for node in ast.walk(tree):
+    for node in _near(tree, lines):
         if isinstance(node, ast.Call):
             items = [*node.args, *(k for k in node.keywords if k.arg is not None)]
         elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
@@ -292,7 +316,7 @@ def _elements(tree: ast.Module, lines: set[int], source: list[str]):
 def _candidates(tree: ast.Module, lines: set[int]):
     """(line, kind) of the statements that start on ``lines`` and fit on that one line (their header,
     for a compound statement)."""
-    for node in ast.walk(tree):
+    for node in _near(tree, lines):
         if not isinstance(node, ast.stmt) or (node.lineno not in lines and not getattr(node, "decorator_list", None)):
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -307,15 +331,15 @@ def _candidates(tree: ast.Module, lines: set[int]):
             yield node.lineno, "simple"
 
 
-def wrap_lines(text: str, lines: set[int], limit: int) -> str:
+def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -> str:
     """``text`` with the one-line statements starting on ``lines`` broken to fit ``limit``, where a
     formatter's form is certain (see the module docs); the rest stays as it is.
 
     Each statement is parsed by LibCST on its own (its line, less the indentation), so the cost
     does not grow with the module."""
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse(text, path)
+    except ParseError:
         return text
     source = text.splitlines(keepends=True)
     indent_unit = "    "
