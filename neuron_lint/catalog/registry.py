@@ -1,7 +1,7 @@
 """The registry of matchers written in Python, for the few rules whose matching the catalog's data cannot express.
 
-A rule names one with ``[[match]] matcher = "<name>"`` plus the ``trigger`` words its findings
-need. A matcher is a function ``(model, node) -> iterable of (node_to_report, subject)`` with a
+A rule names one with ``[[match]] matcher = "<name>"`` plus its ``trigger``: what a file's text
+must hold for its findings (``catalog.index.trigger_need``). A matcher is a function ``(model, node) -> iterable of (node_to_report, subject)`` with a
 ``node_types`` attribute listing the ast node types it wants to see; ``model`` is the module's
 :class:`neuron_lint.engine.semantic.SemanticModel` (its public API only). The matchers live in
 :mod:`neuron_lint.checks`, one module per rule, and register here when imported.
