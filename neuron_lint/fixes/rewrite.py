@@ -277,7 +277,7 @@ def with_edits(text: str, findings: list[Finding], settings: Settings, module: M
     if not planned:
         return findings
     if module is None:
-        module = parse(text)
+        module = _parsed(text)  # kept: `passes.advertised` may rewrite the same text next
     if module is not None and len(planned) > ALONE_LIMIT:
         return _joint_edits(text, module, findings, planned, settings)
     out = list(findings)
