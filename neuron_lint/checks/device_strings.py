@@ -5,7 +5,9 @@ The helpers :func:`cuda_literal` and :func:`device_named` are shared with NRN213
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterable
+import fnmatch
+import re
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..catalog.registry import matcher
 from ..engine.parameters import parameter_defaults
@@ -31,10 +33,17 @@ def cuda_literal(node: ast.AST) -> ast.AST | None:
     return None
 
 
-def device_named(name: str) -> bool:
-    import fnmatch
+def _any_of(patterns: tuple[str, ...]) -> Callable[[str], re.Match | None]:
+    """One compiled test for a name matching any of the glob ``patterns`` (case-sensitive)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
 
-    return any(fnmatch.fnmatchcase(name, p) for p in _DEVICE_NAMES)
+
+_device_named = _any_of(_DEVICE_NAMES)
+
+
+def device_named(name: str) -> bool:
+    """Is a variable or parameter of this name a device? (Asked of most assignments: one regex.)"""
+    return _device_named(name) is not None
 
 
 @matcher(ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -106,6 +115,7 @@ def device_string_format(model: SemanticModel, node: ast.AST) -> Iterable[tuple[
 
 
 _DEVICE_LIST_NAMES = ("devices", "*_devices", "DEVICES", "*_DEVICES", "device_list", "device_choices")
+_device_list_named = _any_of(_DEVICE_LIST_NAMES)
 
 
 def _device_list(node: ast.AST) -> list[ast.Constant]:
@@ -143,9 +153,7 @@ def device_string_list(model: SemanticModel, node: ast.AST) -> Iterable[tuple[as
             if isinstance(names, ast.Constant) and isinstance(names.value, str) and device_named(names.value.strip()):
                 values = node.args[1]
     elif len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-        import fnmatch
-
-        if any(fnmatch.fnmatchcase(node.targets[0].id, p) for p in _DEVICE_LIST_NAMES):
+        if _device_list_named(node.targets[0].id) is not None:
             values = node.value
     for elt in _device_list(values) if values is not None else ():
         yield elt, elt.value
