@@ -79,3 +79,38 @@ def test_fix_honours_exclude_and_selection(tmp_path, force_pool):
     text = (root / "m0.py").read_text()
     assert "torch.accelerator.synchronize()" in text and ".cuda()" in text  # NRN201 was not selected
     assert "torch.cuda" in (root / "skipped" / "x.py").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["json", "concise"])
+def test_check_fix_reports_what_a_fresh_check_reports(tmp_path, cli, fmt):
+    """`check --fix` reports each file from the fix's own last analysis (it does not check it
+    again): the same findings a `check` run afterwards gives, for fixed, unfixed, broken, skipped
+    and manifest files alike."""
+    import shutil
+    from pathlib import Path
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "cuda_project", root)
+    _tree(root / "more", n=2)
+    (root / "setup.py").write_text("import torch\nfrom setuptools import setup\nsetup(install_requires=['flash-attn'])\n")
+    (root / "long.py").write_text("import torch\nx = torch.zeros(3).cuda()  # " + "c" * 70 + "\n"
+                                  "y = {'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa': torch.zeros(3).cuda(), 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb': 1}\n")
+    args = ["--isolated", "--no-cache", "--output-format", fmt, "--unsafe-fixes", "."]
+    fixed = cli("check", "--fix", *args, cwd=root)
+    after = cli("check", *args, cwd=root)
+    assert fixed.returncode == after.returncode == 2, fixed.stderr + after.stderr  # broken.py
+    assert "syntax error" in fixed.stderr and "Fixed 13 findings in train.py" in fixed.stdout + fixed.stderr
+    if fmt == "json":
+        import json
+
+        left = json.loads(after.stdout)
+        assert json.loads(fixed.stdout) == left
+        assert {"NRN605", "NRN680"} & {f["code"] for f in left}  # the manifest too
+    else:
+        import re
+
+        def findings(out):
+            return [line for line in out.splitlines() if re.match(r"\S+:\d+:\d+: NRN\d+ ", line)]
+
+        assert findings(fixed.stdout) == findings(after.stdout) != []

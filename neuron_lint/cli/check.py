@@ -125,7 +125,10 @@ def _check_and_render(paths: list[str], tree, request: CheckRequest, out: TextIO
             for line in fixed_file_lines(outcome):
                 notes.write(line + "\n")
     with progress_bar(wanted(fmt, request.quiet) and not request.statistics) as progress:
-        result = check_paths(paths, tree, jobs=request.jobs or None, cache=open_cache(tree, request.no_cache), progress=progress)
+        # a file the fix analysed as it now stands is not checked again
+        known = {d.path: d.checked for d in outcome.done if d.checked is not None} if outcome is not None else None
+        result = check_paths(paths, tree, jobs=request.jobs or None, cache=open_cache(tree, request.no_cache),
+                             progress=progress, known=known)
     already = {(e.where, e.reason) for e in outcome.errors} if outcome is not None else None
     errors = report_errors(result, already) + (len(outcome.errors) if outcome is not None else 0)
     warn_if_nothing_checked(result, request.quiet)

@@ -154,11 +154,13 @@ def run(
     jobs: int | None = None,
     cache=None,
     progress=None,
+    known: dict[str, CheckResult] | None = None,
 ) -> CheckResult:
     """Check every file under ``paths``. ``jobs``: processes (None or 0: one per CPU).
 
     ``progress``: ``start(total_files, total_bytes) -> advance(files, nbytes)`` (see
-    :mod:`neuron_lint.cli.progress`), or None.
+    :mod:`neuron_lint.cli.progress`), or None. ``known``: results already found for some files,
+    by the path they are reported under (``check --fix``: what the fix's last analysis found).
     """
     from ..config.per_file import settings_for
     from ..io.discovery import Missing, Skipped, iter_python_files
@@ -175,6 +177,13 @@ def run(
             results[order] = CheckResult(warnings=[FileError(item.path, item.reason)])
             continue
         path = str(item)
+        if known:
+            from .pipeline import display_path
+
+            found = known.get(display_path(path))
+            if found is not None:
+                results[order] = found
+                continue
         key = sig = data = None
         try:
             st = os.stat(path)
@@ -324,6 +333,7 @@ def check_paths(
     jobs: int | None = None,
     cache=None,
     progress=None,
+    known: dict[str, CheckResult] | None = None,
 ) -> CheckResult:
     """Check every file under ``paths``; unreadable files are reported, not raised.
 
@@ -335,10 +345,11 @@ def check_paths(
     ``cache``: a :class:`neuron_lint.engine.cache.Cache`, or None to check every file afresh.
     ``progress``: ``start(total_files, total_bytes) -> advance(files, nbytes)``, for a progress bar
     (:mod:`neuron_lint.cli.progress`).
+    ``known``: results already found, by display path (see :func:`run`); those files are not read.
     The result is the same for every ``jobs`` and cache state.
     """
     from ..config.settings import Settings
 
     settings = settings or Settings()
     catalog = catalog or load_catalog()
-    return run(paths, settings, catalog, jobs=jobs, cache=cache, progress=progress)
+    return run(paths, settings, catalog, jobs=jobs, cache=cache, progress=progress, known=known)

@@ -30,6 +30,7 @@ class TextFix:
     applied: list[Finding] = field(default_factory=list)  # findings whose fix was applied
     remaining: list[Finding] = field(default_factory=list)  # findings in the final text
     passes: int = 0
+    walked: bool = True  # whether the final text was walked (False: no rule can fire in it)
     rejected: list[Finding] = field(default_factory=list)  # fixes dropped: the result did not parse, or
     too_long: list[Finding] = field(default_factory=list)  # ... it made a line longer than the project allows
 
@@ -61,7 +62,7 @@ def fix_text(
     catalog = catalog or load_catalog()
     result = TextFix(text)
     current = text
-    findings = analyze_source(current, path, settings, catalog)[0]
+    findings, result.walked = analyze_source(current, path, settings, catalog)
     refused: set[tuple] = set()  # fixes rejected in an earlier pass, by what they rewrite (positions move)
     while result.passes < MAX_PASSES:
         lines = LineIndex(current)
@@ -76,7 +77,7 @@ def fix_text(
             break
         result.applied.extend(used)
         current = new
-        findings = analyze_source(current, path, settings, catalog)[0]
+        findings, result.walked = analyze_source(current, path, settings, catalog)
     result.text = current
     if result.passes:
         from .rewrite import forget

@@ -29,7 +29,8 @@ from ..io.notebook import (
 )
 from ..io.positions import split_lines
 from ..io.source import SourceError, decode, encode, read_source_bytes
-from ..model import FileError, Finding
+from ..manifests import manifest_kind
+from ..model import CheckResult, FileError, Finding
 from .apply import fix_text
 from .line_length import line_length_of
 
@@ -43,6 +44,9 @@ class FileFix:
     changed: bool = False
     written: bool = False
     error: FileError | None = None
+    #: what ``check`` reports for the file as it now is, found by the fix's last analysis (a Python
+    #: module fixed without error); None: ``check`` must look at it again (``check --fix``)
+    checked: CheckResult | None = None
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
@@ -94,6 +98,8 @@ def fix_file(path: Path | str, settings: Settings | None = None, catalog: Catalo
             out.error = FileError(shown, "is read-only, or not writable by this user; left alone")
         except OSError as exc:
             out.error = FileError(shown, f"cannot be written: {exc.strerror or exc}")
+    if out.error is not None or (out.changed and not out.written):
+        out.checked = None  # what is on disk is not what the analysis saw
     return out
 
 
@@ -128,6 +134,8 @@ def _fixed_module(original: bytes, shown: str, settings, catalog, limit: int, ou
         return None
     result = fix_text(source.text, shown, settings, catalog, newline=source.newline, line_length=limit)
     out.applied, out.remaining = result.applied, result.remaining
+    if manifest_kind(shown) is None:  # setup.py is a manifest too: `check` reads it as one
+        out.checked = CheckResult(findings=list(result.remaining), files_checked=1, files_skipped=int(not result.walked))
     if result.text == source.text:
         return None
     try:
