@@ -140,9 +140,14 @@ def test_module_scans_match_the_fix_planners(catalog):
                 parents[id(child)] = p
         assert parent_map(tree) == parents
         on_demand = TreeParents(tree)  # asked node by node, in an order unlike the walk's
-        for node in reversed(list(ast.walk(tree))):
-            if not isinstance(node, (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)):
-                assert on_demand.of(node) is parents.get(id(node)), ast.dump(node)[:80]
+        nodes = [n for n in reversed(list(ast.walk(tree)))
+                 if not isinstance(n, (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop))]
+        placed = [n for n in nodes if getattr(n, "end_col_offset", None) is not None]
+        for node in placed:  # found by position (decorators above their `def` included)
+            assert on_demand.of(node) is parents.get(id(node)), ast.dump(node)[:80]
+        assert on_demand._whole is None  # without mapping the whole module
+        for node in nodes:
+            assert on_demand.of(node) is parents.get(id(node)), ast.dump(node)[:80]
         assert api.bound_names(tree) == planners_bound_names(tree)
 
 

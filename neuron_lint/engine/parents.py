@@ -79,8 +79,14 @@ class TreeParents:
                 if isinstance(child, _LEAVES):
                     continue
                 line = getattr(child, "lineno", None)
+                decorators = getattr(child, "decorator_list", None)
+                if decorators:  # they stand above the `def` or `class` line the node starts on
+                    line = min(line, *(d.lineno for d in decorators))
+                    col = 0
+                else:
+                    col = getattr(child, "col_offset", 0)
                 if line is not None and child.end_lineno is not None and not (  # type: ignore[attr-defined]
-                        (line, child.col_offset) <= start  # type: ignore[attr-defined]
+                        (line, col) <= start
                         and end <= (child.end_lineno, child.end_col_offset)):  # type: ignore[attr-defined]
                     continue  # its span does not hold the target
                 if down(child):
