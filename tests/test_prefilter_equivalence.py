@@ -173,3 +173,17 @@ def test_each_trigger_lets_its_finding_through(catalog, text, code):
     imports = "import os\nimport torch\nfrom torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
     found = {f.code for f in api.check_source(imports + text, "m.py", EVERY_RULE, catalog)}
     assert code in found
+
+
+@pytest.mark.parametrize("text", [
+    "torch.cuda.is_available() and x_1",
+    "naïve_device = 'cuda:0'  # é ends a word: naïve -> na, ve_device",
+    "日本語cuda\u00a0dtype\tfloat\r\n",
+    b"bad \xff byte cuda_x".decode("utf-8", "surrogateescape"),  # an undecodable byte, as read
+])
+def test_words_are_the_regular_expressions_words(text):
+    import re
+
+    from neuron_lint.catalog.prefilter import words_of
+
+    assert words_of(text) == {w.encode() for w in re.findall(r"[A-Za-z0-9_]+", text)}

@@ -137,6 +137,7 @@ class RuleIndex:
     needs: tuple[tuple[str, Payload, Requirement], ...] = ()
     #: every whole word some requirement asks for (the prefilter looks only these up)
     words: frozenset[str] = frozenset()
+    words_utf8: frozenset[bytes] = frozenset()  # the same, encoded (the prefilter splits bytes)
     alternatives_by_word: dict = field(default_factory=dict)
     substring_alternatives: dict = field(default_factory=dict)  # (requirement, group) -> fragment tuples
     fragments: dict = field(default_factory=dict)  # fragment -> shorter fragments inside it
@@ -176,6 +177,7 @@ class RuleIndex:
                 needs.append((m.kind if target is not None else "matcher", payload, requirement(m)))
         self.needs = tuple(needs)
         self.words = frozenset(w for _k, _p, req in needs for group in req for alt in group for w in alt[0])
+        self.words_utf8 = frozenset(w.encode() for w in self.words)
         # For the prefilter: each alternative filed under one of its words (the longest: the rarest,
         # as a rule), so a file is tested only against alternatives whose word it holds.
         by_word: dict[str, list[tuple[int, int, Alternative]]] = {}

@@ -7,9 +7,9 @@ to a glob (``cuda*``) as substrings. :func:`active` tests every match of the ind
 and returns the kinds of match and the matchers that can fire; ``None`` means none can, and the file
 is not walked (it is still parsed, so a syntax error is reported: see ``api.analyze_source``).
 
-The text's words are found once, by one regular expression over the text (``[A-Za-z0-9_]+``; a
-non-ASCII letter ends a word, which can only make a word appear that the file does not hold, never
-hide one), then each requirement is a few set lookups.
+The text's words are found once (the runs of ``[A-Za-z0-9_]``, by one ``bytes.translate`` and
+``split`` of its UTF-8; a non-ASCII letter ends a word, which can only make a word appear that the
+file does not hold, never hide one), then each requirement is a few set lookups.
 
 :func:`may_match_substring` is the earlier test (any of the catalog's trigger words as a plain
 substring); the tests run both over real code and compare the findings.
@@ -17,13 +17,10 @@ substring); the tests run both over real code and compare the findings.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 from .index import RuleIndex
-
-_WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
 @dataclass(frozen=True)
@@ -36,17 +33,17 @@ class Active:
 
 def active(text: str, index: RuleIndex) -> Active | None:
     """The matches of ``index`` that can fire in ``text``, or None when none can."""
-    every_word = set(_WORD.findall(text))
-    words = index.words.intersection(every_word)
+    every_word = words_of(text)
+    words = {w.decode() for w in index.words_utf8.intersection(every_word)}
     found: dict[str, bool] = {}  # fragment -> occurs in the text (searched only when asked)
     inside, word_only = index.fragments, index.word_fragments
-    haystack: list[str] = []
+    haystack: list[bytes] = []
 
     def occurs(fragments: tuple[str, ...]) -> bool:
         for f in fragments:
             hit = found.get(f)
             if hit is None:
-                if f in every_word:  # a whole word of the text: no search
+                if f.encode() in every_word:  # a whole word of the text: no search
                     hit = True
                 elif any(found.get(e) is False for e in inside[f]):  # a shorter fragment inside it is missing
                     hit = False
@@ -54,8 +51,8 @@ def active(text: str, index: RuleIndex) -> Active | None:
                     # made of word characters: it occurs in the text iff inside one of its words, and
                     # the distinct words are a much shorter string to search than the text
                     if not haystack:
-                        haystack.append(" ".join(every_word))
-                    hit = f in haystack[0]
+                        haystack.append(b" ".join(every_word))
+                    hit = f.encode() in haystack[0]
                 else:
                     hit = f in text
                 found[f] = hit
@@ -89,6 +86,18 @@ def active(text: str, index: RuleIndex) -> Active | None:
     if not kinds:
         return None
     return _interned(frozenset(kinds), frozenset(matchers))
+
+
+#: bytes.translate table: word characters stay, every other byte (those of non-ASCII characters
+#: included) becomes a space
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_SPACES = bytes(c if c in _WORD_BYTES else 32 for c in range(256))
+
+
+def words_of(text: str) -> set[bytes]:
+    """The distinct words of ``text`` (maximal runs of ``[A-Za-z0-9_]``), as UTF-8: what
+    ``re.findall(r"[A-Za-z0-9_]+", text)`` finds, in half its time."""
+    return set(text.encode("utf-8", "surrogatepass").translate(_SPACES).split())
 
 
 @lru_cache(maxsize=1024)
