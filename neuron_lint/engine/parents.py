@@ -46,12 +46,17 @@ def parent_map(tree: ast.AST) -> dict[int, ast.AST]:
 class TreeParents:
     """The parent of any node of one module, searched by position (see the module's docstring)."""
 
-    __slots__ = ("_known", "_tree", "_whole")
+    __slots__ = ("_known", "_looked_at", "_tree", "_whole")
+
+    #: Searches looking at more nodes than this in all, and the whole map is built instead: a
+    #: statement of thousands of elements on one line would make each search look at all of them.
+    BUDGET = 20_000
 
     def __init__(self, tree: ast.AST) -> None:
         self._tree = tree
         self._known: dict[int, ast.AST] = {}
         self._whole: dict[int, ast.AST] | None = None
+        self._looked_at = 0
 
     def of(self, node: ast.AST) -> ast.AST | None:
         """The parent of ``node`` (None for the module itself or a node not in it)."""
@@ -60,7 +65,8 @@ class TreeParents:
         known = self._known.get(id(node))
         if known is not None or node is self._tree:
             return known
-        if getattr(node, "end_col_offset", None) is not None and self._search(node):
+        if self._looked_at < self.BUDGET and getattr(node, "end_col_offset", None) is not None \
+                and self._search(node):
             return self._known[id(node)]
         self._whole = parent_map(self._tree)
         return self._whole.get(id(node))
@@ -73,6 +79,7 @@ class TreeParents:
         def down(node: ast.AST) -> bool:
             path.append(node)
             for child in _children(node):
+                self._looked_at += 1
                 if child is target:
                     path.append(child)
                     return True
