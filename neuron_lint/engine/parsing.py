@@ -34,6 +34,9 @@ def parse(text: str, path: str = "<string>") -> ast.Module:
     except ValueError as exc:  # e.g. source with NUL bytes
         raise ParseError(f"cannot be parsed: {exc}") from None
     if len(_RECENT) >= _RECENT_KEPT:
-        del _RECENT[next(iter(_RECENT))]
+        try:
+            del _RECENT[next(iter(_RECENT))]
+        except (KeyError, RuntimeError, StopIteration):  # another thread of the library's user got there first
+            _RECENT.clear()
     _RECENT[key] = tree
     return tree
