@@ -47,9 +47,9 @@ REPRODUCERS = {
 
 
         class T(unittest.TestCase):
-            @unittest.skipUnless(torch.cuda.device_count() >= 4, "requires four CUDA devices")
+            @unittest.skipUnless(torch.cuda.device_count() >= 4, "requires 4 CUDA devices to run this test")
             def test_a(self):
-                pass
+                torch.ones(1, device="cuda")
     """),
     "synchronize_ternary_statement": _src("""
         import unittest
@@ -173,9 +173,12 @@ def test_the_ternary_and_the_decorator_are_broken_as_ruff_does_and_fixed():
     fixed = fix_text(REPRODUCERS["ternary_in_def"], "example.py", Settings(min_torch="2.13"), CATALOG).text
     assert ("    m = (\n        torch.accelerator.max_memory_allocated()\n        if torch.accelerator.is_available()\n"
             "        else 0\n    )\n") in fixed
-    fixed = fix_text(REPRODUCERS["skip_decorator"], "example.py", Settings(min_torch="2.13"), CATALOG).text
-    assert ("    @unittest.skipUnless(\n        torch.accelerator.device_count() >= 4, \"requires four CUDA devices\"\n"
-            "    )\n") in fixed
+    # a device count in a skip is a device guard: unsafe (the test then runs on Trainium), and only
+    # with the code it decides
+    fixed = fix_text(REPRODUCERS["skip_decorator"], "example.py", Settings(min_torch="2.13", unsafe_fixes=True),
+                     CATALOG).text
+    assert ("    @unittest.skipUnless(\n        torch.accelerator.device_count() >= 4,\n"
+            "        \"requires 4 CUDA devices to run this test\",\n    )\n") in fixed, fixed
 
 
 @pytest.mark.parametrize("select", [(), ("NRN2",), ("NRN203",)])

@@ -624,3 +624,273 @@ def test_a_default_whose_annotation_would_need_a_new_import_is_left_with_a_note(
     future = "from __future__ import annotations\n\n" + src
     fixed = fix(future, select=("NRN202",), unsafe_fixes=True)
     assert "device: str | None = None" in fixed
+
+
+# ------------------------------------------------------------------ guards over code that stays CUDA-only
+# (read in the unsafe diffs of torchtitan, detectron2 and pytorch/examples; see hunks.md)
+def _unchanged(src: str, path: str, guard: str = "torch.cuda.is_available()") -> list[str]:
+    """The guard stays as it is (what it decides may still be made device-agnostic); the notes."""
+    before = textwrap.dedent(src)
+    after = fix_all(src, path, unsafe_fixes=True)
+    assert after.count(guard) == before.count(guard), after
+    return [n for n in notes(src, path, select=("NRN2",), unsafe_fixes=True) if n and "not rewritten" in n]
+
+
+def test_a_skip_over_a_test_that_launches_a_kernel_is_kept():
+    # torchtitan test_minimal_async_ep_kernels.py: a generic reason, device strings to rewrite, and kernels
+    src = """
+        import unittest
+
+        import torch
+
+        from mylib.kernels import invert_flat_indices_kernel
+
+
+        @unittest.skipUnless(torch.cuda.is_available(), "CUDA required")
+        class TestKernels(unittest.TestCase):
+            def test_invert(self):
+                flat = torch.tensor([2, 0, 3, 1], device="cuda")
+                self.assertEqual(invert_flat_indices_kernel(flat, num_rows=4).shape, flat.shape)
+    """
+    assert any("invert_flat_indices_kernel" in n for n in _unchanged(src, "test_kernels.py"))
+
+
+def test_a_skip_over_a_float64_gradcheck_is_kept():
+    # detectron2 test_roi_align_rotated.py / TensorMask: float64 runs as float32 on Trainium
+    src = """
+        import unittest
+
+        import torch
+        from torch.autograd import gradcheck
+
+
+        class TestGrad(unittest.TestCase):
+            @unittest.skipIf(not torch.cuda.is_available(), "CUDA not available")
+            def test_gradient_cuda(self):
+                x = torch.rand(2, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+                self.assertTrue(gradcheck(torch.sin, (x,)))
+    """
+    assert any("float32" in n for n in _unchanged(src, "test_grad.py"))
+
+
+def test_a_generic_skip_in_a_module_whose_other_skips_name_the_cuda_need_is_kept():
+    # detectron2 test_deformable.py: DeformConv raises for any tensor that is not a CUDA one
+    src = """
+        import unittest
+
+        import torch
+
+        from mylib import DeformConv
+
+
+        class DeformableTest(unittest.TestCase):
+            @unittest.skipIf(not torch.cuda.is_available(), "Deformable not supported for cpu")
+            def test_forward(self):
+                DeformConv(1, 1, 3)(torch.ones(1, 1, 5, 5).to("cuda"))
+
+            @unittest.skipIf(not torch.cuda.is_available(), "This test requires gpu access")
+            def test_cpu_equals_gpu(self):
+                DeformConv(1, 1, 3).to("cuda")(torch.ones(1, 1, 5, 5).to("cuda"))
+    """
+    assert any("Deformable not supported" in n for n in _unchanged(src, "test_deformable.py"))
+
+
+def test_a_device_comparison_deciding_a_custom_operator_is_kept():
+    # detectron2 export/shared.py: `src.type == "cuda"` decides `torch.ops._caffe2.CopyGPUToCPU`
+    src = """
+        import torch
+
+
+        def to_device(t, device_str):
+            src = t.device
+            dst = torch.device(device_str)
+            if src == dst:
+                return t
+            elif src.type == "cuda" and dst.type == "cpu":
+                return torch.ops._caffe2.CopyGPUToCPU(t)
+            elif src.type == "cpu" and dst.type == "cuda":
+                return torch.ops._caffe2.CopyCPUToGPU(t)
+            else:
+                raise RuntimeError("Can't cast tensor from device {} to device {}".format(src, dst))
+    """
+    out = fix_all(src, "shared.py", unsafe_fixes=True)
+    assert 'src.type == "cuda"' in out
+    assert any("custom operator" in n for n in notes(src, "shared.py", select=("NRN2",)) if n)
+
+
+def test_a_device_count_skip_over_a_class_that_stays_cuda_is_kept():
+    # torchtitan test_dist_muon.py: the class's `device_type` is "cuda" (no rule rewrites a returned string)
+    src = """
+        import unittest
+
+        import torch
+
+
+        @unittest.skipUnless(torch.cuda.device_count() >= 2, "requires 2 GPUs")
+        class TestDistMuon(unittest.TestCase):
+            @property
+            def device_type(self):
+                return "cuda"
+
+            def test_it(self):
+                self.assertEqual(torch.device(self.device_type, 0).index, 0)
+    """
+    assert any("line 10" in n for n in _unchanged(src, "test_dist_muon.py", "torch.cuda.device_count()"))
+
+
+def test_a_device_count_guard_is_kept_while_a_cuda_f_string_it_decides_stays():
+    # detectron2 test_export_torchscript.py: `== 0` returns early, the code after it is the CUDA path
+    src = """
+        import torch
+
+
+        def devices():
+            if torch.cuda.device_count() == 0:
+                return [None]
+            testing = ["cpu"]
+            if torch.cuda.device_count() > 1:
+                testing.append(f"cuda:{torch.cuda.device_count() - 1}")
+            return testing
+    """
+    out = fix_all(src, "devices.py", unsafe_fixes=True)
+    assert "if torch.cuda.device_count() == 0:" in out and "if torch.cuda.device_count() > 1:" in out, out
+
+
+def test_a_device_count_guard_goes_with_the_device_string_it_decides():
+    src = """
+        import torch
+
+
+        def main():
+            if torch.cuda.device_count() >= 2:
+                x = torch.ones(1).to("cuda:1")
+                return x
+    """
+    out = fix_all(src, "main.py", unsafe_fixes=True)
+    assert ("torch.cuda.device_count()" in out) == ('"cuda:1"' in out), out
+
+
+def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
+    # detectron2/utils/collect_env.py: runnable, but `detectron2.engine.defaults` imports it, so a
+    # module-level `DEVICE = ...` would probe the device whenever detectron2 is imported
+    src = """
+        import torch
+
+
+        def info():
+            return torch.cuda.device_count(), torch.ones(1).to("cuda")
+
+
+        if __name__ == "__main__":
+            print(info())
+    """
+    sub = tmp_path / "pkg" / "utils"
+    sub.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (sub / "__init__.py").write_text("")
+    inside = fix_all(src, str(sub / "collect_env.py"))
+    assert "def _current_device():" in inside and "DEVICE = (" not in inside, inside
+    tools = tmp_path / "tools"  # detectron2's tools/ has an __init__.py: its scripts stay scripts
+    tools.mkdir()
+    (tools / "__init__.py").write_text("")
+    assert "DEVICE = (" in fix_all(src, str(tools / "train_net.py"))
+    assert "DEVICE = (" in fix_all(src, str(tmp_path / "collect_env.py"))
+
+
+def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):
+    # diffusers/pipelines/pipeline_utils.py: a module-level loop made it look like a script
+    src = """
+        import torch
+
+        LIBRARIES = []
+        for library in ("diffusers", "transformers"):
+            LIBRARIES.append(library)
+
+
+        def offload(pipe, device="cuda"):
+            return getattr(pipe, "_offload_device", "cuda")
+    """
+    sub = tmp_path / "diffusers" / "pipelines"
+    sub.mkdir(parents=True)
+    (tmp_path / "diffusers" / "__init__.py").write_text("")
+    (sub / "__init__.py").write_text("")
+    out = fix_all(src, str(sub / "pipeline_utils.py"), unsafe_fixes=True)
+    assert "DEVICE = (" not in out and "_current_device()" in out, out
+    scripts = tmp_path / "scripts"  # diffusers' scripts/ has an __init__.py: its modules stay scripts
+    scripts.mkdir()
+    (scripts / "__init__.py").write_text("")
+    assert "DEVICE = (" in fix_all(src, str(scripts / "convert.py"), unsafe_fixes=True)
+
+
+def test_the_device_definition_goes_after_the_whole_run_of_imports_holding_torch():
+    # pytorch/examples rpc/batch/reinforce.py, DensePose's densepose_coco_evaluation.py: code before
+    # the imports (`warnings.filterwarnings(...)`, `__author__ = ...`) ends the leading block early
+    src = """
+        import warnings
+
+        warnings.filterwarnings("ignore")
+
+        import torch
+        import torch.nn as nn
+        from torch.distributions import Categorical
+
+        model = nn.Linear(2, 2).cuda()
+    """
+    out = fix_all(src, "reinforce.py")
+    lines = out.splitlines()
+    assert lines.index("from torch.distributions import Categorical") < lines.index("DEVICE = ("), out
+    assert "model = nn.Linear(2, 2).to(DEVICE)" in out
+
+
+def test_the_fallback_for_a_torch_without_accelerator_is_left():
+    # diffusers gguf_quantizer.py / lora_pipeline.py: the else branch runs only where torch.accelerator is missing
+    src = """
+        import torch
+
+
+        def place(model):
+            device = (
+                torch.accelerator.current_accelerator()
+                if hasattr(torch, "accelerator")
+                else torch.cuda.current_device()
+            )
+            if not hasattr(torch, "accelerator"):
+                model.to("cuda")
+            return model.to(device)
+    """
+    assert fix_all(src, "gguf_quantizer.py", unsafe_fixes=True) == textwrap.dedent(src).lstrip("\n")
+    assert sum("fallback for a PyTorch without" in n for n in notes(src, "gguf_quantizer.py", select=("NRN2",)) if n) == 2
+
+
+def test_a_guard_opening_a_cuda_only_library_is_kept():
+    # diffusers bnb_quantizer.py: `validate_environment` lets bitsandbytes quantization go on
+    src = """
+        import torch
+
+        from .utils import is_bitsandbytes_available
+
+
+        def validate_environment():
+            if not (torch.cuda.is_available() or torch.xpu.is_available()):
+                raise RuntimeError("No GPU found. A GPU is needed for quantization.")
+            if not is_bitsandbytes_available():
+                raise ImportError("bitsandbytes is needed")
+    """
+    assert any("is_bitsandbytes_available" in n for n in _unchanged(src, "bnb_quantizer.py"))
+
+
+def test_a_skip_over_a_test_compiled_with_inductor_is_kept():
+    # torchtitan test_compile_moe.py: Inductor does not compile for the neuron device
+    src = """
+        import unittest
+
+        import torch
+
+
+        class TestCompile(unittest.TestCase):
+            @unittest.skipUnless(torch.cuda.is_available(), "requires CUDA")
+            def test_compiles_and_runs(self):
+                model = torch.compile(torch.nn.Linear(2, 2).cuda(), backend="inductor")
+                model(torch.ones(2, 2, device="cuda"))
+    """
+    assert any("Inductor" in n for n in _unchanged(src, "test_compile.py"))

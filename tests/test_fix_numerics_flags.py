@@ -292,6 +292,25 @@ def test_a_guard_is_rewritten_only_with_the_cuda_api_it_guards():
     assert ("is_cuda" in both) == ("torch.cuda.synchronize" in both), both
 
 
+
+def test_an_is_cuda_guard_of_data_parallel_is_kept():
+    # pytorch/examples dcgan: `(input.is_cuda or input.is_xpu) and self.ngpu > 1` opens
+    # `nn.parallel.data_parallel` (NRN210, no fix): on Trainium a neuron tensor would reach it.
+    src = """
+    import torch.nn as nn
+
+
+    def forward(self, input):
+        if (input.is_cuda or input.is_xpu) and self.ngpu > 1:
+            output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+        else:
+            output = self.main(input)
+        return output
+    """
+    assert _fix(src, "NRN2") == textwrap.dedent(src)
+    (note,) = _notes(src, "NRN208")
+    assert "not rewritten" in note and "line 7" in note
+
 # ------------------------------------------------------------------ NRN401 / NRN403
 def test_compile_keywords_keep_comments():
     src = """
@@ -309,3 +328,21 @@ def test_compile_keywords_keep_comments():
     assert "dynamic=False,  # varying shapes" in fixed
     assert "c = torch.compile(model, fullgraph=True)\n" in fixed
     assert any("comment" in n for n in _notes(src, "NRN403"))
+
+
+def test_removing_flag_lines_next_to_a_removed_seed_keeps_the_statements_after_them():
+    # nanoGPT's sample.py/bench.py: the duplicate `torch.cuda.manual_seed` goes, and so does the cuDNN
+    # flag line below it; the statement after them (nanoGPT's `device_type = ...`) must stay.
+    src = """\
+    import torch
+    seed = 1
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed(seed)
+    torch.backends.cudnn.allow_tf32 = True # allow tf32 on cudnn
+    x = 1
+    y = x + 1
+    """
+    out = _fix(src, "NRN2")
+    assert "torch.cuda.manual_seed" not in out and "cudnn.allow_tf32" not in out
+    assert "x = 1" in out and "y = x + 1" in out
+    assert _run(out)["y"] == 2

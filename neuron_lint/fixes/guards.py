@@ -180,17 +180,92 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
         return None, why
     sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
     skip = _skip_call(ctx, call)
+    if skip is not None and not sites:
+        return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
+                      "(a kernel, an extension, another module) is out of sight; decide by hand whether Trainium runs it")
+    kernel = _cuda_only_code(ctx, nodes, call)
+    if kernel:
+        return None, (f"the code it decides calls {kernel}; on Trainium the guard would let it run. Keep the CUDA "
+                      "test there (the CUDA path keeps working, other devices keep the other path)")
     if skip is not None:
-        if not sites:
-            return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
-                          "(a kernel, an extension, another module) is out of sight; decide by hand whether Trainium runs it")
         reason = _skip_reason(skip)
         if _SKIP_WORDS.sub(" ", reason.lower()).strip():
             return None, (f"the skip's reason ({reason[:60]!r}) names what needs CUDA; decide by hand whether "
                           "Trainium has it before the test runs there")
+        float64 = _float64_test(ctx, nodes, call)
+        if float64:
+            return None, (f"the test it skips uses {float64}; Trainium computes float64 as float32, so the test "
+                          "would fail there; decide by hand whether it should run on Trainium")
+        named = _named_skip_elsewhere(ctx, skip)
+        if named:
+            return None, (f"another CUDA skip in this module says what needs CUDA ({named[:60]!r}, line "
+                          f"{named.lineno}); the code under test here likely needs it too; decide by hand whether "
+                          "Trainium runs it")
     # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA extension...)
     # must be fixed too. Marked by an empty text.
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
+
+
+def _cuda_only_code(ctx, nodes, guard) -> str:
+    """A call in the decided code that is CUDA-only whatever its arguments (a kernel, a compiled
+    extension, a custom operator: :mod:`.cuda_only`), as the note names it, or ``""``. ``.cuda()``
+    is not one: NRN201 rewrites it."""
+    from .cuda_only import cuda_only_call
+
+    for top in nodes:
+        for n in _walk_decided(top, guard):
+            if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"):
+                what = cuda_only_call(ctx, n)
+                if what:
+                    return f"{what} on line {n.lineno}"
+            elif isinstance(n, ast.keyword) and n.arg == "backend" and isinstance(n.value, ast.Constant) \
+                    and n.value.value == "inductor":
+                # TorchNeuron compiles through its own backend, not Inductor (torchtitan test_compile_moe.py)
+                return f"`backend=\"inductor\"` (Inductor does not compile for the neuron device) on line {n.value.lineno}"
+    return ""
+
+
+_GRADCHECKS = frozenset({"gradcheck", "gradgradcheck"})
+_FLOAT64 = frozenset({"torch.float64", "torch.double"})
+
+
+def _float64_test(ctx, nodes, guard) -> str:
+    """``gradcheck`` or a float64 dtype in a skipped test, as the note names it, or ``""``."""
+    for top in nodes:
+        for n in _walk_decided(top, guard):
+            if isinstance(n, ast.Call):
+                func = n.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in _GRADCHECKS:
+                    return f"`{name}` (line {n.lineno})"
+                if name == "double" and isinstance(func, ast.Attribute) and not n.args:
+                    return f"`.double()` (line {n.lineno})"
+            elif isinstance(n, ast.Attribute) and ctx.qualname(n) in _FLOAT64:
+                return f"`{ctx.qualname(n)}` (line {n.lineno})"
+    return ""
+
+
+class _Reason(str):
+    lineno: int = 0
+
+
+def _named_skip_elsewhere(ctx, skip: ast.Call) -> _Reason | None:
+    """The reason of another skip in the module that tests CUDA and says what needs it (``"Deformable
+    not supported for cpu"``), or None."""
+    found = ctx.__dict__.get("_named_cuda_skips")
+    if found is None:
+        found = []
+        for n in ast.walk(ctx.tree):
+            if isinstance(n, ast.Call) and _skip_name(n) and n.args and any(
+                    isinstance(m, ast.Attribute) and (ctx.qualname(m) or "").startswith("torch.cuda.")
+                    for m in ast.walk(n.args[0])):
+                reason = _skip_reason(n)
+                if _SKIP_WORDS.sub(" ", reason.lower()).strip():
+                    r = _Reason(reason)
+                    r.lineno = n.lineno
+                    found.append((n, r))
+        ctx.__dict__["_named_cuda_skips"] = found
+    return next((r for n, r in found if n is not skip), None)
 
 
 #: Findings of these families inside decided code block a guard unless they are fixed too.
@@ -205,10 +280,16 @@ def _overlap(a, b) -> bool:
     return (a[0], a[1]) < (b[2], b[3]) and (b[0], b[1]) < (a[2], a[3])
 
 
+_FSTRING = re.compile(r"[rRbBuU]?[fF][rR]?['\"]")
+
+
 def _covering(f, site, findings) -> tuple[list, list]:
     """The findings that cover one site of guard ``f``'s region (none: nothing there blocks it), and
     the site as the note names it."""
     covering = [g for g in findings if g is not f and _overlap((g.line, g.col, g.end_line, g.end_col), site[:4])]
+    if len(site) > 4 and _FSTRING.match(site[4]):
+        # `f"cuda:{torch.cuda.device_count() - 1}"`: a finding inside the braces does not fix the string
+        covering = [g for g in covering if (g.line, g.col) <= (site[0], site[1])]
     if any(g.code in HARMLESS for g in covering):
         return [], site
     if len(site) > 4 and site[4] == "":  # an area: only the CUDA-specific findings inside it count

@@ -17,6 +17,7 @@ from ..engine.parents import TreeParents
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
 from .local_device import local_device
+from .module_kind import is_main_guard, is_script, is_str
 
 #: The module-level device variable a script gets, and the helper a library module gets.
 DEVICE_VAR = "DEVICE"
@@ -31,17 +32,6 @@ def version_tuple(text: str) -> tuple[int, ...]:
     if not 1 <= len(parts) <= 3:
         raise ValueError(text)
     return parts
-
-
-def is_str(node, *values) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (not values or node.value in values)
-
-
-def is_main_guard(stmt: ast.stmt) -> bool:
-    """``if __name__ == "__main__":``"""
-    test = getattr(stmt, "test", None)
-    return (isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
-            and test.left.id == "__name__" and len(test.comparators) == 1 and is_str(test.comparators[0], "__main__"))
 
 
 def _is_import_block(stmt: ast.stmt) -> bool:
@@ -205,35 +195,23 @@ class PlanContext:
 
     @cached_property
     def is_script(self) -> bool:
-        """Is this module run rather than imported?
+        """Is this module run rather than imported? (:func:`neuron_lint.fixes.module_kind.is_script`)"""
+        from .device_choice import is_test_file
 
-        Yes when it has a ``__main__`` guard, or does work at module level: a bare call
-        (``main()``, ``torch.manual_seed(0)``), a loop or ``with``, or an assignment that moves
-        something to the device (``model = Net().cuda()``). A library module must not probe the
-        device when it is imported (on CUDA that initialises the driver, perhaps before a fork):
-        it gets a small function instead of a variable.
-        """
-        for stmt in self.tree.body:
-            if is_main_guard(stmt) or isinstance(stmt, (ast.For, ast.While, ast.With)):
-                return True
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-                return True
-            if isinstance(stmt, ast.If) and any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) for s in stmt.body):
-                return True  # `if torch.cuda.is_available(): torch.cuda.synchronize()` runs at import too
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and any(
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
-                for n in ast.walk(stmt.value)
-            ):
-                return True
-        return False
+        return is_script(self.tree, self.path, is_test_file(self))
 
     @cached_property
     def leading_end(self) -> int:
         """Where a module-level definition goes: after the import block, and after the import of torch."""
         end = leading_block_end(self.tree)
-        for stmt in self.tree.body:
-            if _binds_torch(stmt):
-                end = max(end, stmt.end_lineno or stmt.lineno)
+        body = self.tree.body
+        for i, stmt in enumerate(body):
+            if _binds_torch(stmt) and (stmt.end_lineno or stmt.lineno) > end:
+                # ... and after the rest of that run of imports (never between two of them)
+                j = i
+                while j + 1 < len(body) and _is_import_block(body[j + 1]):
+                    j += 1
+                end = body[j].end_lineno or body[j].lineno
         return end
 
     @cached_property
@@ -359,10 +337,37 @@ class PlanContext:
                 applicability: str | None = None, fixer: str | None = None) -> Fix:
         """A plan: replace the LibCST node of class ``kind`` at ``node``'s span, with ``data``
         (rewritten by the rule's fixer, or by ``fixer`` when one rule's site is another's rewrite)."""
+        fallback = without_accelerator(self, node)
+        if fallback:
+            self.note(hit, f"not rewritten: it is the fallback for a PyTorch without `torch.accelerator` (the test on "
+                           f"line {fallback}); written with `torch.accelerator` it would fail exactly there")
+            return None
         target = (*self.span(node), kind)
         items = tuple(sorted((k, _frozen(v)) for k, v in (data or {}).items()))
         safety = Applicability(applicability or hit.rule.fix.safety).value
         return Fix(safety, (), message, fixer or hit.rule.fix.fixer, target, items)
+
+
+def without_accelerator(ctx: PlanContext, node: ast.AST) -> int:
+    """The line of a ``hasattr(torch, "accelerator")`` test whose branch for a PyTorch without
+    ``torch.accelerator`` holds ``node`` (diffusers' ``... if hasattr(torch, "accelerator") else
+    torch.cuda.current_device()``), or 0."""
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, (ast.IfExp, ast.If)):
+            test, negated = p.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            if (isinstance(test, ast.Call) and getattr(test.func, "id", "") == "hasattr" and len(test.args) == 2
+                    and ctx.qualname(test.args[0]) == "torch" and is_str(test.args[1], "accelerator")):
+                branch = p.body if negated else p.orelse
+                inside = child is branch or (isinstance(branch, list) and any(s is child for s in branch))
+                if inside:
+                    return p.lineno
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return 0
+        child = p
+    return 0
 
 
 def _frozen(value):

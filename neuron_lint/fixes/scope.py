@@ -124,8 +124,10 @@ class DeviceDefinitions:
         body = list(tree.body)
         at = _leading_block_length(body)
         for i, stmt in enumerate(body):  # never above the import of torch, wherever the file has it
-            if _imports_torch(stmt):
-                at = max(at, i + 1)
+            if _imports_torch(stmt) and i + 1 > at:
+                at = i + 1
+                while at < len(body) and _is_import_statement(body[at]):
+                    at += 1  # nor inside the run of imports it belongs to (mirrors plan.leading_end)
         for stmt in new:
             gap = 2 if isinstance(stmt, cst.FunctionDef) else 1
             body.insert(at, stmt.with_changes(leading_lines=[cst.EmptyLine()] * (gap if at else 0)))
@@ -173,6 +175,16 @@ def _only_imports(block) -> bool:
 def _is_main_guard(stmt) -> bool:
     test = getattr(stmt, "test", None)
     return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__")
+
+
+def _is_import_statement(stmt) -> bool:
+    """An import line, or a ``try``/``if`` that only imports (as in the leading block)."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body)
+    if isinstance(stmt, cst.Try):
+        return _only_imports(stmt)
+    return isinstance(stmt, cst.If) and not _is_main_guard(stmt) and _only_imports(stmt) and (
+        stmt.orelse is None or (isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse)))
 
 
 def _leading_block_length(body: list) -> int:

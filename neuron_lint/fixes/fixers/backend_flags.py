@@ -255,6 +255,13 @@ class BackendFlags:
                           if (p := rx.position(s)) is not None and p.start.line == data["remove_line"]), None)
             if index is None:
                 raise Decline("the statement is not in this block any more")
+            # ``updated`` is the block after the fixes of its children: one of them may have removed
+            # or added a statement (a duplicate seed call goes), so the index into ``original`` is
+            # not one into ``updated``. The statement itself is untouched (nothing else targets a flag
+            # line); find its copy among the statements that are still equal to theirs.
+            index = _same_statement(original.body, body, index)
+            if index is None:
+                raise Decline("the block changed around it in this pass; retried on the next")
             removed = body.pop(index)
             leading = list(getattr(removed, "leading_lines", ()))
             if index < len(body) and hasattr(body[index], "leading_lines"):
@@ -326,3 +333,15 @@ def _list(members, item_indent: str | None = None, close_indent: str = ""):
 
 
 FIXER = BackendFlags()
+
+
+def _same_statement(before, after, index: int):
+    """The index in ``after`` (a block after its children were transformed) of ``before[index]``,
+    or None when it cannot be told: the k-th statement equal to it in ``before`` is the k-th in
+    ``after`` only when both hold as many equal ones."""
+    target = before[index]
+    same_before = [i for i, s in enumerate(before) if s.deep_equals(target)]
+    same_after = [i for i, s in enumerate(after) if s.deep_equals(target)]
+    if len(same_before) != len(same_after):
+        return None
+    return same_after[same_before.index(index)]

@@ -99,6 +99,39 @@ def _duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
     return None
 
 
+_FLIPPED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
+
+
+def _as_guard(ctx, hit, call, target: str, data: dict, negated: bool = False) -> tuple[bool, object]:
+    """A device test (``is_available()``, a device count compared with a number) is rewritten only
+    with everything it decides: ``(True, plan or None)`` when that settles it, else ``(False, None)``
+    with the decided region put in ``data``."""
+    region, why = decided_region(ctx, call, negated=negated)
+    if region is None:
+        ctx.note(hit, f"not rewritten: {why}")
+        return True, None
+    data["region"] = region
+    if skipped_test(ctx, call) is not None:
+        # identical on CUDA; on Trainium the test now runs, and what it needs may be out of sight
+        return True, ctx.propose(hit, hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name",
+                                 f"Use `{target}` (the test it skips then runs on Trainium too)", data, "unsafe")
+    return False, None
+
+
+def _counts_no_device(compare: ast.Compare, call: ast.Call) -> bool:
+    """Whether ``compare`` (the device count against a number) is true when there is no CUDA device:
+    ``count == 0``, ``count < 1``, ``0 == count``... (``count >= 2`` is true only with devices)."""
+    if len(compare.ops) != 1:
+        return False
+    op, other = compare.ops[0], compare.comparators[0]
+    if compare.left is not call:
+        op, other = _FLIPPED.get(type(op), type(op))(), compare.left
+    if not (isinstance(other, ast.Constant) and isinstance(other.value, int) and not isinstance(other.value, bool)):
+        return False
+    n = other.value
+    return {ast.Eq: n == 0, ast.LtE: n >= 0, ast.Lt: n >= 1}.get(type(op), False)
+
+
 def _device_idiom_plan(ctx, hit, call):
     """``"cuda" if torch.cuda.is_available() else "cpu"`` where no rule reports the ``"cuda"`` (it is
     stored in a name that does not look like a device, passed as ``default=``...): the guard and
@@ -150,15 +183,16 @@ class CudaApi:
             idiom = _device_idiom_plan(ctx, hit, call)
             if idiom is not None or id(hit) in ctx.notes:
                 return idiom
-            region, why = decided_region(ctx, call)
-            if region is None:
-                ctx.note(hit, f"not rewritten: {why}")
-                return None
-            data["region"] = region
-            if skipped_test(ctx, call) is not None:
-                # identical on CUDA; on Trainium the test now runs, and what it needs may be out of sight
-                return ctx.propose(hit, hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name",
-                                   f"Use `{target}` (the test it skips then runs on Trainium too)", data, "unsafe")
+            settled, plan = _as_guard(ctx, hit, call, target, data)
+            if settled:
+                return plan
+        if hit.subject == "torch.cuda.device_count" and call is not None and isinstance(ctx.parent(call), ast.Compare):
+            # `if torch.cuda.device_count() >= 2:`, `skipUnless(torch.cuda.device_count() > 1, ...)`: a
+            # device guard like `is_available()` (on Trainium it now counts NeuronCores), rewritten only
+            # with everything it decides.
+            settled, plan = _as_guard(ctx, hit, call, target, data, negated=_counts_no_device(ctx.parent(call), call))
+            if settled:
+                return plan
         node, kind = hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name"
         if form == "device" and call is not None and call.keywords:
             node, kind = call, "Call"  # the target takes the device positionally only

@@ -20,7 +20,9 @@ fix run rewrites each of them too. A value that decides nothing device-specific
 from __future__ import annotations
 
 import ast
-import fnmatch
+
+from ..cuda_only import cuda_only_call as _cuda_only_call
+from ..cuda_only import dotted as _dotted
 
 #: Where the value only asks "is it on an accelerator?" and decides no code.
 _HARMLESS_KEYWORDS = frozenset({"pin_memory", "non_blocking"})
@@ -30,62 +32,6 @@ _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 #: Parents in which the rewritten comparison needs no parentheses.
 _LOOSE = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.Call, ast.keyword, ast.Assign, ast.AnnAssign,
           ast.Return, ast.comprehension, ast.List, ast.Tuple, ast.Set, ast.Expr, ast.Dict, ast.Lambda)
-#: Name parts of callees that are CUDA-only code (compiled extensions, kernels).
-_CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kernel*", "*Kernel*", "cupy", "triton",
-                    "*nccl*", "*cudnn*", "*cublas*", "numba")
-_EXTENSION_LOADERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
-
-
-def _dotted(node) -> list[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return list(reversed(parts))
-    return []
-
-
-def _extension_names(ctx) -> set[str]:
-    """Names bound to ``torch.utils.cpp_extension.load(...)`` results (a compiled extension)."""
-    found = ctx.__dict__.get("_nrn208_ext")
-    if found is None:
-        found = set()
-        for n in ast.walk(ctx.tree):
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and ctx.qualname(n.value.func) in _EXTENSION_LOADERS:
-                found.update(t.id for t in n.targets if isinstance(t, ast.Name))
-        ctx.__dict__["_nrn208_ext"] = found
-    return found
-
-
-def _cuda_only_call(ctx, call: ast.Call) -> str:
-    """What makes ``call`` CUDA-only code (for the note), or ``""``."""
-    func = call.func
-    if isinstance(func, ast.Subscript):
-        return "a kernel launch `kernel[grid](...)`"
-    if isinstance(func, ast.Attribute) and func.attr == "data_ptr":
-        return "`.data_ptr()` (a raw device pointer for a kernel)"
-    written = _dotted(func)
-    if not written:
-        return ""
-    qual = (ctx.qualname(func) or "").split(".")
-    name = ".".join(written)
-    if written[0] in _extension_names(ctx):
-        return f"`{name}`, a compiled extension"
-    if qual[:2] == ["torch", "ops"] and len(qual) > 3 and qual[2] not in ("aten", "prims", "quantized"):
-        return f"`{name}`, a custom operator"
-    for parts in (written, qual):
-        if not parts or parts[0] == "torch" and (len(parts) < 2 or parts[1] in ("cuda", "_C", "backends")):
-            continue  # torch's own CUDA API is another rule's finding (see `region`)
-        for part in parts[:-1] if len(parts) > 1 else parts:
-            if any(fnmatch.fnmatchcase(part, p) for p in _CUDA_ONLY_PARTS):
-                return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
-        if len(parts) > 1 and any(fnmatch.fnmatchcase(parts[-1], p) for p in ("*cuda*", "*CUDA*", "*kernel*")):
-            return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
-    return ""
-
-
 def _cuda_api_sites(ctx, n) -> bool:
     """torch's own CUDA API: names under ``torch.cuda``, ``.cuda()``, ``"cuda"``/``"nccl"`` strings."""
     if isinstance(n, ast.Attribute):
@@ -214,6 +160,10 @@ class IsCuda:
             ctx.note(hit, "not rewritten: `if not x.is_cuda:` guards a fallback; the code after it is the CUDA "
                           "path, which would then run on Trainium. Make that path device-agnostic first")
             return None
+        # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA
+        # extension...) must be fixed in the same run too (an area, marked by an empty text; see
+        # guards.settle), else a neuron tensor would reach it on Trainium.
+        sites += [[*ctx.span(top), ""] for top in region if hasattr(top, "lineno")]
         data = {"negated": negated, "parens": not loose}
         if sites:
             data["region"] = sites

@@ -1,0 +1,67 @@
+"""Whether a module is run (a script) or imported (a library module): where a fix may put a device.
+
+A library module must not probe the device when it is imported (on CUDA that initialises the
+driver, perhaps before a fork), so it gets a small function instead of a module-level variable.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+
+def is_str(node, *values) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (not values or node.value in values)
+
+
+def is_main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``"""
+    test = getattr(stmt, "test", None)
+    return (isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and len(test.comparators) == 1 and is_str(test.comparators[0], "__main__"))
+
+
+def is_script(tree: ast.Module, path: str, test_file: bool) -> bool:
+    """Is this module run rather than imported?
+
+    Yes when it has a ``__main__`` guard, or does work at module level: a bare call
+    (``main()``, ``torch.manual_seed(0)``), a loop or ``with``, or an assignment that moves
+    something to the device (``model = Net().cuda()``). A module of a subpackage is imported
+    whatever it does (see :func:`package_depth`).
+    """
+    if package_depth(path, test_file) >= 2:
+        return False
+    for stmt in tree.body:
+        if is_main_guard(stmt) or isinstance(stmt, (ast.For, ast.While, ast.With)):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            return True
+        if isinstance(stmt, ast.If) and any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) for s in stmt.body):
+            return True  # `if torch.cuda.is_available(): torch.cuda.synchronize()` runs at import too
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
+            for n in ast.walk(stmt.value)
+        ):
+            return True
+    return False
+
+
+def package_depth(path: str, test_file: bool) -> int:
+    """How deep in packages the module is: 0 outside one, 1 in a top-level package (an
+    ``__init__.py`` beside it, none in the folder above: detectron2's ``tools/``, diffusers'
+    ``scripts/``, whose modules are still run as scripts), 2 in a subpackage. ``__main__.py``
+    and test modules count 0. A module of a subpackage is imported by its package, so it is a
+    library module whatever it does at module level (a registration loop: diffusers'
+    ``pipelines/pipeline_utils.py``) and even with a ``__main__`` guard (detectron2's
+    ``utils/collect_env.py``, imported by ``detectron2.engine``)."""
+    path = path or ""
+    name = os.path.basename(path)
+    if not name.endswith(".py") or name == "__main__.py" or test_file:
+        return 0
+    try:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isfile(os.path.join(folder, "__init__.py")):
+            return 0
+        return 2 if os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")) else 1
+    except (OSError, ValueError):
+        return 0
