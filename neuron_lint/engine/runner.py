@@ -165,6 +165,9 @@ def run(
     from ..config.per_file import settings_for
     from ..io.discovery import Missing, Skipped, iter_python_files
 
+    if known:
+        from .pipeline import display_path
+
     results: dict[int, CheckResult] = {}
     pending: list[tuple] = []  # (order, path, cache key, stat signature, size)
     pending_bytes = 0
@@ -177,13 +180,10 @@ def run(
             results[order] = CheckResult(warnings=[FileError(item.path, item.reason)])
             continue
         path = str(item)
-        if known:
-            from .pipeline import display_path
-
-            found = known.get(display_path(path))
-            if found is not None:
-                results[order] = found
-                continue
+        found = known.get(display_path(path)) if known else None
+        if found is not None:
+            results[order] = found
+            continue
         key = sig = data = None
         try:
             st = os.stat(path)
