@@ -1,9 +1,9 @@
-"""The word prefilter and the pruned walk give exactly the findings of the earlier substring prefilter.
+"""The word prefilter and the pruned walk give exactly the findings of a full walk.
 
 `neuron_lint.catalog.prefilter.active` decides, from a file's words, which matches can fire there; the
-analyzer then leaves out the work of the others, and a file where none can is not walked. The earlier
-path (`may_match_substring`, then a walk doing every kind of match) is the reference: on every file
-both must give the same findings, syntax errors included.
+analyzer then leaves out the work of the others, and a file where none can is not walked. The
+reference walks every file with every match and every matcher (``Settings(prefilter=False)``): on
+every file both must give the same findings, syntax errors included.
 
 The fast test runs on every rule's examples (opt-in rules too) and the example project; the slow one
 on real code: the installed torch's own sources (when torch is installed; found, never imported) and
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from neuron_lint.catalog.index import build_index
-from neuron_lint.catalog.prefilter import active, may_match_substring
+from neuron_lint.catalog.prefilter import active
 from neuron_lint.config.settings import Settings
 from neuron_lint.engine import pipeline as api
 from neuron_lint.engine.parents import TreeParents, parent_map
@@ -41,15 +41,8 @@ def _findings(text: str, path: str, settings: Settings, catalog):
         return ("syntax error", str(exc), exc.line, exc.col)
 
 
-def _earlier(text: str, path: str, settings: Settings, catalog):
-    """The earlier path: a substring prefilter, then a walk that does every kind of match."""
-    index = build_index(catalog, frozenset(settings.codes_for(path, catalog)))
-    if index.rules and not may_match_substring(text, index):
-        try:
-            api.parse(text, path)
-        except ParseError as exc:
-            return ("syntax error", str(exc), exc.line, exc.col)
-        return []
+def _full_walk(text: str, path: str, settings: Settings, catalog):
+    """The reference: every file walked, every kind of match and every matcher run."""
     return _findings(text, path, dataclasses.replace(settings, prefilter=False), catalog)
 
 
@@ -58,7 +51,7 @@ def _compare(sources, settings: Settings, catalog) -> tuple[int, int, int]:
     files = skipped = with_findings = 0
     for path, text in sources:
         new = _findings(text, path, settings, catalog)
-        assert new == _earlier(text, path, settings, catalog), f"{path}: findings differ"
+        assert new == _full_walk(text, path, settings, catalog), f"{path}: findings differ"
         index = build_index(catalog, frozenset(settings.codes_for(path, catalog)))
         files += 1
         skipped += active(text, index) is None

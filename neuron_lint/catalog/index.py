@@ -21,16 +21,6 @@ def is_glob(pattern: str) -> bool:
     return bool(_GLOB_CHARS.search(pattern))
 
 
-def literal_runs(pattern: str) -> list[str]:
-    """The pieces of a glob that must appear verbatim in any string it matches."""
-    return [p for p in re.split(r"\[[^\]]*\]|[*?]", pattern) if p]
-
-
-def longest_literal(pattern: str) -> str:
-    runs = literal_runs(pattern)
-    return max(runs, key=len) if runs else ""
-
-
 Payload = tuple[Rule, Match]
 #: Distinct names remembered per index before the memo starts afresh (bounds memory on huge trees).
 _MEMO_LIMIT = 100_000
@@ -144,15 +134,6 @@ class RuleIndex:
     plan: tuple = ()
     word_fragments: frozenset[str] = frozenset()  # fragments made of word characters only
 
-    @property
-    def triggers(self) -> frozenset[str]:
-        """The earlier prefilter's words (see ``prefilter.may_match_substring``), computed when asked."""
-        words = self.__dict__.get("_triggers")
-        if words is None:
-            found = {w for rule in self.rules for m in rule.matches if m.kind != "manifest" for w in trigger_words(m)}
-            words = self.__dict__["_triggers"] = frozenset(w for w in found if w)
-        return words
-
     def __post_init__(self) -> None:
         needs: list = []
         for rule in self.rules:
@@ -204,39 +185,6 @@ class RuleIndex:
         frags = sorted({f for _k, _p, req in needs for group in req for alt in group for f in alt[1]}, key=lambda f: (len(f), f))
         self.fragments = {f: tuple(e for e in frags[:i] if e in f) for i, f in enumerate(frags)}
         self.word_fragments = frozenset(f for f in frags if _WORD_PIECE.fullmatch(f))
-
-def _dotted_trigger(pattern: str) -> str:
-    parts = pattern.split(".")
-    for part in reversed(parts):
-        word = longest_literal(part)
-        if word:
-            return word
-    return ""
-
-
-def trigger_words(m: Match) -> set[str]:
-    """Words of which at least one appears in the text of any file this match can fire on."""
-    if m.trigger:
-        return {w.strip("*") for group in m.trigger for w in group}
-    if m.kind in ("names", "imports"):
-        return {_dotted_trigger(p) for p in m.patterns}
-    if m.kind in ("methods", "attributes", "env"):
-        return {longest_literal(p) for p in m.patterns}
-    # calls / assign: a constraining value is the rarest word; else the callee or target
-    value_words = set()
-    if m.values and all(isinstance(v, str) for v in m.values):
-        value_words = {longest_literal(v) for v in m.values}
-    if m.value_names and not m.values:
-        value_words = {_dotted_trigger(v) for v in m.value_names}
-    if value_words and all(value_words):
-        return value_words
-    if m.kind == "calls" and m.arg is not None and m.arg.keyword and m.arg.position is None:
-        return {m.arg.keyword}
-    words = {_dotted_trigger(p.lstrip(".")) for p in m.patterns}
-    if "" in words:  # a "*" pattern: nothing narrower than the value itself
-        return {""}
-    return words
-
 
 # ----------------------------------------------------------------------------- requirements
 #: What a file's text must hold for one match to fire there. A requirement is a tuple of groups,

@@ -11,8 +11,7 @@ The text's words are found once (the runs of ``[A-Za-z0-9_]``, by one ``bytes.tr
 ``split`` of its UTF-8; a non-ASCII letter ends a word, which can only make a word appear that the
 file does not hold, never hide one), then each requirement is a few set lookups.
 
-:func:`may_match_substring` is the earlier test (any of the catalog's trigger words as a plain
-substring); the tests run both over real code and compare the findings.
+``tests/test_prefilter_equivalence.py`` compares the findings with those of a full walk over real code.
 """
 
 from __future__ import annotations
@@ -108,21 +107,3 @@ def _interned(kinds: frozenset[str], matchers: frozenset[int]) -> Active:
 def may_match(text: str, index: RuleIndex) -> bool:
     """Can any match of ``index`` fire in ``text``?"""
     return active(text, index) is not None
-
-
-@lru_cache(maxsize=16)
-def _ordered(words: frozenset[str]) -> tuple[str, ...] | None:
-    if "" in words:
-        return None  # some match has no necessary word: every file must be walked
-    return tuple(sorted(words, key=lambda w: (len(w), w)))
-
-
-def may_match_substring(text: str, index: RuleIndex) -> bool:
-    """The earlier prefilter: does the text contain any trigger word of the index as a substring?"""
-    words = _ordered(index.triggers)
-    if words is None:
-        return True
-    for word in words:
-        if word in text:
-            return True
-    return False

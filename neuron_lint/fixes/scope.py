@@ -189,23 +189,9 @@ def _is_import_statement(stmt) -> bool:
 
 def _leading_block_length(body: list) -> int:
     """How many statements the docstring and leading import block take (mirrors plan.leading_block_end)."""
-    n = 0
-    for i, stmt in enumerate(body):
-        if i == 0 and _is_docstring(stmt):
-            n += 1
-            continue
-        if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body):
-            n += 1
-            continue
-        if isinstance(stmt, cst.Try) and _only_imports(stmt):
-            n += 1
-            continue
-        if isinstance(stmt, cst.If) and not _is_main_guard(stmt) and _only_imports(stmt) and (
-            stmt.orelse is None or (isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse))
-        ):
-            n += 1
-            continue
-        break
+    n = 1 if body and _is_docstring(body[0]) else 0
+    while n < len(body) and _is_import_statement(body[n]):
+        n += 1
     return n
 
 
