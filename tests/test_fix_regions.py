@@ -164,3 +164,79 @@ def test_a_module_rewritten_statement_by_statement_reads_as_the_whole_module_rew
         assert planned
         by_region, whole = _both_ways(text, planned, settings, monkeypatch)
         assert by_region.applied and by_region.text == whole.text
+
+
+SPLICED = textwrap.dedent('''\
+    import torch
+
+
+    class Net(torch.nn.Module):
+        def forward(self, x, flash):
+            """Run.
+
+            Indented docstring."""
+            if flash:
+                with torch.backends.cuda.sdp_kernel(enable_mem_efficient=False):
+                    y = x.cuda()
+            z = torch.zeros(3,
+                device="cuda")  # a continuation at its own column
+            s = """a
+      b""" + str(x.cuda())
+
+            return y, z, s
+    ''')
+SPLICED_VARIANTS = {
+    "spaces": SPLICED,
+    "tabs": SPLICED.replace("    ", "\t"),
+    "crlf": SPLICED.replace("\n", "\r\n"),
+    "nested class": SPLICED.replace("\nclass Net", "\nclass Outer:\n  class Net").replace("\n    ", "\n      "),
+}
+
+
+def _spliced_and_generated(text, monkeypatch):
+    """``rewrite`` of ``text`` with replaced statements set into the file's text, whether each
+    top-level statement was set so, and ``rewrite`` with every rebuilt statement generated whole."""
+    used = []
+    real = regions.spliced_statement
+
+    def spy(*args):
+        out = real(*args)
+        used.append(out is not None)
+        return out
+
+    settings = Settings(unsafe_fixes=True)
+    planned = [f for f in analyze_source(text, "t.py", settings)[0] if f.fix is not None and f.fix.fixer]
+    assert len(planned) >= 4
+    rewrite.forget()
+    with monkeypatch.context() as m:
+        m.setattr(regions, "spliced_statement", spy)
+        spliced = rewrite.rewrite(text, planned, settings)
+    rewrite.forget()
+    with monkeypatch.context() as m:
+        m.setattr(regions, "spliced_statement", lambda *args: None)
+        generated = rewrite.rewrite(text, planned, settings)
+    rewrite.forget()
+    return spliced, used, generated
+
+
+@pytest.mark.parametrize("name", list(SPLICED_VARIANTS))
+def test_a_statement_set_into_the_file_text_reads_as_the_whole_statement_generated(name, monkeypatch):
+    """``code_of`` generates only the statements a fix replaced inside a long class or function and
+    indents them as LibCST would (a multi-line rewrite, a continuation at an absolute column, tabs,
+    CRLF, blank lines added above the class): the text is the one generating the whole statement
+    gives, and the splice is used."""
+    text = SPLICED_VARIANTS[name]
+    compile(text, "t.py", "exec")
+    spliced, used, generated = _spliced_and_generated(text, monkeypatch)
+    assert spliced.text == generated.text
+    assert len(spliced.applied) == len(generated.applied) >= 4
+    assert any(used)
+    compile(spliced.text, "t.py", "exec")
+    assert "sdpa_kernel(" in spliced.text and ".cuda()" not in spliced.text
+
+
+def test_a_file_with_mixed_line_breaks_is_generated_whole(monkeypatch):
+    text = SPLICED.replace("\n", "\r\n", 3)
+    spliced, used, generated = _spliced_and_generated(text, monkeypatch)
+    assert spliced.text == generated.text
+    assert used and not any(used)

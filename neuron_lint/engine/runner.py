@@ -231,10 +231,11 @@ def _no_progress(n: int, nbytes: int = 0) -> None:
 
 
 def run_work(items: list[tuple[int, str, int]], settings, catalog: Catalog, work, jobs: int | None = None,
-             lost=None) -> dict:
+             lost=None, before_fork=None) -> dict:
     """``work(path, settings, catalog)`` for each ``(order, path, size)``, serially or across processes
     exactly as :func:`run` checks files; returns ``{order: result}``. ``lost(path)`` is the result for a
-    file whose worker died."""
+    file whose worker died. ``before_fork()``: called once before worker processes start (what it
+    imports, every worker inherits instead of importing it again)."""
     pending = [(order, path, None, None, size) for order, path, size in items]
     results: dict = {}
     workers = worker_count(jobs, len(pending))
@@ -247,6 +248,8 @@ def run_work(items: list[tuple[int, str, int]], settings, catalog: Catalog, work
         finally:
             _STATE["work"] = None
         return results
+    if before_fork is not None:
+        before_fork()
     _run_pool(pending, workers, settings, catalog, None, results, work=work, lost=lost)
     return results
 

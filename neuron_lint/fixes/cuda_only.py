@@ -31,7 +31,8 @@ def _extension_names(ctx) -> set[str]:
     found = ctx.__dict__.get("_nrn208_ext")
     if found is None:
         found = set()
-        for n in ast.walk(ctx.tree):
+        # the loaders live in torch.utils.cpp_extension: a module that never names it binds none
+        for n in ast.walk(ctx.tree) if "cpp_extension" in ctx.text else ():
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and ctx.qualname(n.value.func) in _EXTENSION_LOADERS:
                 found.update(t.id for t in n.targets if isinstance(t, ast.Name))
         ctx.__dict__["_nrn208_ext"] = found

@@ -32,7 +32,9 @@ from libcst.metadata import (
 )
 from libcst.metadata.position_provider import NEWLINE_RE
 
+from ..engine.parsing import recent
 from .scope import torch_alias
+from .splice import spliced_statement
 
 Path = tuple[int, ...]  # indexes into the module's body, then into each statement's block
 
@@ -45,6 +47,7 @@ class Region:
         self._wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
         self.offset = offset  # lines before the statement in the file
         self.shifts = shifts  # per line of the statement: columns of indentation it has in the file
+        self.lines: list[str] | None = None  # the statement's code on its own, by line (with shifts)
 
     @cached_property
     def _positions(self):
@@ -117,6 +120,7 @@ class Module:
         self._starts: dict[Path, tuple[list[int], list[int]]] = {}  # path -> lines of its block's statements
         self._groups: dict[Path, list | None] = {}  # path -> ast statements of its block's statements
         self._regions: dict[Path | None, Region] = {}
+        self._replaced: dict[int, tuple[int, list]] = {}  # id(block of a rebuilt top statement) -> (index, [(path, nodes)])
 
     # ------------------------------------------------------------------ lines
     def _lines_of(self, node: cst.CSTNode) -> int:
@@ -195,6 +199,9 @@ class Module:
 
     @cached_property
     def _ast(self) -> ast.Module | None:
+        tree = recent(self.text)  # the pass has just analysed this text: its tree is kept
+        if tree is not None:
+            return tree
         try:
             return ast.parse(self.text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -267,13 +274,15 @@ class Module:
         mine = NEWLINE_RE.split(alone.code)
         if not mine[-1]:
             mine.pop()  # after the last newline
-        theirs = self._file_lines[offset:offset + len(mine)]
+        theirs = self.file_lines[offset:offset + len(mine)]
         if len(theirs) != len(mine) or not all(b.endswith(a) for a, b in zip(mine, theirs)):
             return self.region(path[:1])
-        return Region(alone, offset, [len(b) - len(a) for a, b in zip(mine, theirs)])
+        region = Region(alone, offset, [len(b) - len(a) for a, b in zip(mine, theirs)])
+        region.lines = mine
+        return region
 
     @cached_property
-    def _file_lines(self) -> list[str]:
+    def file_lines(self) -> list[str]:
         return NEWLINE_RE.split(self.text)
 
     @cached_property
@@ -286,6 +295,8 @@ class Module:
         """The module with each statement at ``paths`` replaced by ``visit(path, statement)`` (a
         node, a ``FlattenSentinel`` or a ``RemovalSentinel``), the blocks along the way rebuilt."""
         above = {p[:k] for p in paths for k in range(1, len(p))}
+        replaced: list = []  # (path, nodes) of the statements replaced under the current top one
+        self._replaced = {}
 
         def block(children, prefix: Path) -> list:
             out = []
@@ -296,10 +307,16 @@ class Module:
                     nodes = new.nodes if isinstance(new, cst.FlattenSentinel) else (
                         () if isinstance(new, cst.RemovalSentinel) else (new,))
                     # as LibCST's own body visit: a line whose every statement was removed goes too
-                    out.extend(n for n in nodes if child._is_removable() or not n._is_removable())
+                    kept = [n for n in nodes if child._is_removable() or not n._is_removable()]
+                    replaced.append((here, kept))
+                    out.extend(kept)
                 elif here in above:
+                    if not prefix:
+                        replaced.clear()
                     body = _block(child)
                     out.append(child.with_changes(body=body.with_changes(body=block(body.body, here))))
+                    if not prefix:  # by its block, which survives a change of its leading lines
+                        self._replaced[id(out[-1].body)] = (i, list(replaced))
                 else:
                     out.append(child)
             return out
@@ -323,7 +340,11 @@ class Module:
         parts = ["".join(lines[:len(old.header)])]
         for stmt in new.body:
             i = same.get(id(stmt))
-            parts.append("".join(lines[bounds[i]:bounds[i + 1]]) if i is not None else new.code_for_node(stmt))
+            if i is not None:
+                parts.append("".join(lines[bounds[i]:bounds[i + 1]]))
+                continue
+            spliced = spliced_statement(self, stmt, self._replaced.get(id(getattr(stmt, "body", None))), lines, bounds)
+            parts.append(spliced if spliced is not None else new.code_for_node(stmt))
         parts.append("".join(lines[bounds[-1]:]))
         text = "".join(parts)
         if not new.has_trailing_newline and new.body and not old.footer and new.body[-1] is not old.body[-1]:
