@@ -17,11 +17,12 @@ from libcst.metadata.position_provider import NEWLINE_RE
 
 
 def spliced_statement(module, stmt, replaced, lines: list[str], bounds: list[int]) -> str | None:
-    # module: a neuron_lint.fixes.regions.Module; stmt: the new top-level statement;
-    # replaced: (its index in the module, [(path, new nodes)]) as Module.rebuilt recorded them
     """The code of a rebuilt top-level statement: the file's text, with only the statements
     replaced inside it generated (each on its own) and indented as LibCST indents them in place;
     None where that cannot be exact (then the whole statement is generated).
+
+    ``module``: a :class:`neuron_lint.fixes.regions.Module`; ``stmt``: the new top-level statement;
+    ``replaced``: its index in the module and ``[(path, new nodes)]``, as ``Module.rebuilt`` recorded them.
 
     Which lines LibCST indents (statements, and the continuation, blank and comment lines marked
     so) and which it writes as they are (inside a multi-line string, or at an absolute column) is
