@@ -22,13 +22,13 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import parse_template_expression
-from libcst.metadata import MetadataWrapper
 
 from ..config.settings import Settings
 from ..model import Finding
 from . import load_fixer
 from .decline import Decline
 from .edits import minimal_edits
+from .imports import TopLevelAddImports, remove_unused_imports
 from .nodes import attribute
 from .regions import Module
 from .scope import DeviceDefinitions
@@ -116,34 +116,10 @@ class RewriteContext:
     def finish(self, tree: cst.Module) -> cst.Module:
         scratch = self.codemod.scratch
         if scratch.get(AddImportsVisitor.CONTEXT_KEY):
-            tree = _TopLevelAddImports(self.codemod).transform_module(tree)
+            tree = TopLevelAddImports(self.codemod).transform_module(tree)
         if scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
-            tree = RemoveImportsVisitor(self.codemod).transform_module(tree)
+            tree = remove_unused_imports(self.codemod, tree, self.module.code_of(tree))
         return self.definitions.insert(tree)
-
-
-class _TopLevelAddImports(AddImportsVisitor):
-    """LibCST's ``AddImportsVisitor``, kept out of the statements it never changes: it extends only
-    the imports at the top of the module and adds lines to the module's body. Every other statement
-    stays the very node it was (a plain transform rebuilds every node), so that
-    :meth:`~neuron_lint.fixes.regions.Module.code_of` copies its text instead of generating it."""
-
-    def transform_module(self, tree: cst.Module) -> cst.Module:
-        # as Codemod.transform_module, less its deep copy of the module (which would make every node new)
-        wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
-        before = self.context
-        with self.resolve(wrapper):
-            self.context = replace(before, wrapper=wrapper)
-            try:
-                return self.transform_module_impl(wrapper.module)
-            finally:
-                self.context = before
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.BaseCompoundStatement) or isinstance(node, cst.SimpleStatementLine) and not any(
-                isinstance(small, (cst.Import, cst.ImportFrom)) for small in node.body):
-            return False
-        return super().on_visit(node)
 
 
 class _Apply(cst.CSTTransformer):

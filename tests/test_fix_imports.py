@@ -1,0 +1,112 @@
+"""The imports a fix leaves unused are removed, and only those (``fixes/imports.py``).
+
+What is still in use is read from the ``ast`` of the rewritten code instead of LibCST's scope
+analysis of the whole module; on the cases where LibCST's ``RemoveImportsVisitor`` is right, the
+two give the same text, and where in doubt an import is kept.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+import pytest
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import RemoveImportsVisitor
+
+from neuron_lint.config.settings import Settings
+from neuron_lint.fixes.apply import fix_text
+from neuron_lint.fixes.imports import remove_unused_imports
+
+UNSAFE = Settings(unsafe_fixes=True)
+
+# (source, imports asked to be removed as (module, obj, asname))
+AGREE = [
+    ("from torch.cuda.amp import autocast, GradScaler\nx = GradScaler()\n",
+     [("torch.cuda.amp", "autocast", None)]),
+    ("from torch.cuda.amp import autocast\nwith autocast():\n    pass\n",
+     [("torch.cuda.amp", "autocast", None)]),
+    ("from torch.cuda.amp import (\n    autocast,  # mixed precision\n    GradScaler,\n)\nGradScaler()\n",
+     [("torch.cuda.amp", "autocast", None)]),
+    ("from torch.cuda.amp import (\n    GradScaler,\n    autocast,  # last\n)\nGradScaler()\n",
+     [("torch.cuda.amp", "autocast", None)]),
+    ("import torch_xla.core.xla_model as xm\nimport torch\n\ndef f():\n    return torch.ones(1)\n",
+     [("torch_xla.core.xla_model", None, "xm")]),
+    ("from torch.cuda.amp import autocast as ac\n__all__ = ['ac']\n", [("torch.cuda.amp", "autocast", "ac")]),
+    ("import os\n\ndef f():\n    from torch.cuda.amp import autocast\n    return 1\n\ndef g():\n"
+     "    from torch.cuda.amp import autocast\n    return autocast\n", [("torch.cuda.amp", "autocast", None)]),
+    ("from torch.cuda.amp import autocast\n\ndef h():\n    from torch.cuda.amp import autocast\n    return autocast\n",
+     [("torch.cuda.amp", "autocast", None)]),
+    ("if True:\n    from torch.cuda.amp import autocast\nelse:\n    autocast = None\n",
+     [("torch.cuda.amp", "autocast", None)]),
+    ("def f():\n    from torch.cuda.amp import autocast\n", [("torch.cuda.amp", "autocast", None)]),
+    ("from torch.cuda.amp import autocast\ndef f(x: 'autocast'):\n    pass\n", [("torch.cuda.amp", "autocast", None)]),
+]
+
+
+def _context(requests) -> CodemodContext:
+    context = CodemodContext()
+    for module, obj, asname in requests:
+        RemoveImportsVisitor.remove_unused_import(context, module, obj, asname)
+    return context
+
+
+@pytest.mark.parametrize("source,requests", AGREE)
+def test_same_removals_as_libcst(source, requests):
+    tree = cst.parse_module(source)
+    ours = remove_unused_imports(_context(requests), tree, tree.code).code
+    theirs = RemoveImportsVisitor(_context(requests)).transform_module(tree).code
+    assert ours == theirs
+    ast.parse(ours)
+
+
+def test_kept_where_a_class_reads_it_as_an_attribute():
+    # LibCST's scopes do not see `self.autocast`; removing the import would break the method
+    source = "class C:\n    from torch.cuda.amp import autocast\n\n    def m(self):\n        return self.autocast\n"
+    tree = cst.parse_module(source)
+    assert remove_unused_imports(_context([("torch.cuda.amp", "autocast", None)]), tree, source).code == source
+
+
+def test_untouched_statements_stay_the_same_nodes():
+    source = "import os\nfrom torch.cuda.amp import autocast\n\nclass A:\n    def f(self):\n        return os.sep\n"
+    tree = cst.parse_module(source)
+    new = remove_unused_imports(_context([("torch.cuda.amp", "autocast", None)]), tree, source)
+    assert new.code == "import os\n\nclass A:\n    def f(self):\n        return os.sep\n"
+    assert new.body[0] is tree.body[0] and new.body[-1] is tree.body[-1]
+
+
+def test_fix_removes_what_its_rewrites_left_unused_and_nothing_else():
+    source = (
+        "import torch\n"
+        "from torch.cuda.amp import autocast, GradScaler\n"
+        "\n"
+        "def f(m, x):\n"
+        "    scaler = GradScaler()\n"
+        "    with autocast():\n"
+        "        return m(x)\n"
+        "\n"
+        "def g():\n"
+        "    from torch.cuda.amp import autocast\n"
+        "    with autocast():\n"
+        "        pass\n"
+        "\n"
+        "def h():\n"
+        "    from torch.cuda.amp import autocast\n"
+        "    return autocast\n"
+    )
+    fixed = fix_text(source, settings=UNSAFE).text
+    assert "from torch.cuda.amp import autocast, GradScaler" not in fixed
+    lines = fixed.splitlines()
+    g, h = lines.index("def g():"), lines.index("def h():")
+    assert not any("import autocast" in line for line in lines[g:h])  # g's only use was rewritten
+    assert lines[h + 1] == "    from torch.cuda.amp import autocast"  # h still returns it
+    ast.parse(fixed)
+
+
+def test_libcst_decides_when_the_ast_and_the_tree_disagree(monkeypatch):
+    import neuron_lint.fixes.imports as imports
+
+    source = "from torch.cuda.amp import autocast\nx = 1\n"
+    monkeypatch.setattr(imports, "imports_in_use", lambda tree: [])  # as if the ast saw no import
+    tree = cst.parse_module(source)
+    assert imports.remove_unused_imports(_context([("torch.cuda.amp", "autocast", None)]), tree, source).code == "x = 1\n"
