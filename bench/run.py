@@ -239,6 +239,13 @@ if __name__ == "__main__":
 """
 
 
+def compile_sources(*packages: Path) -> None:
+    """Byte-compile ``packages`` once, so that no timed run compiles them from source (an environment
+    with PYTHONDONTWRITEBYTECODE set would otherwise do it in every process, some 60 ms each)."""
+    for package in packages:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False, capture_output=True)
+
+
 def neuron_lint_command() -> list[str]:
     """The console script pre-commit would run, from the environment running this script."""
     nl = shutil.which("neuron-lint", path=str(Path(sys.executable).parent))
@@ -330,6 +337,7 @@ def main() -> int:
     file_list.write_text("\n".join(files))
     lines = sum(Path(f).read_bytes().count(b"\n") for f in files)
     before = export_revision(work, args.before) if args.before else None
+    compile_sources(REPO / "neuron_lint", *([before / "neuron_lint"] if before is not None else []))
     cmds = commands(work, corpus, bindir, file_list, args.torchfix_subset, before, args.fix_subset)
     if args.only:
         cmds = {k: v for k, v in cmds.items() if k in args.only}
@@ -435,6 +443,7 @@ def main_repos(args) -> int:
     quiet = ["-q", "--output-format", "concise"]
     env = {**os.environ, "NO_COLOR": "1"}
     before = export_revision(work, args.before) if args.before else None
+    compile_sources(REPO / "neuron_lint", *([before / "neuron_lint"] if before is not None else []))
     repos = []
     for root in args.repos:
         root = root.resolve()

@@ -85,11 +85,17 @@ def one_pass(current: str, wanted: list[Finding], settings: Settings, newline: s
 
 def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: str, path: str, limit: int,
               result: Dropped) -> tuple[str, list[Finding]]:
-    keeps_length = not _long_code_lines(current, limit)
+    held: list[bool] = []
+
+    def keeps_length() -> bool:
+        """Whether ``current`` keeps to the line length (tokenizes it: asked only once a line grew)."""
+        if not held:
+            held.append(not _long_code_lines(current, limit))
+        return held[0]
 
     def apply(fixes):
         text, kept = _apply(current, fixes, settings, newline)
-        if kept and keeps_length:
+        if kept and _grown(current, text, limit) and keeps_length():
             text = _wrapped(current, text, limit, path)
         return text, kept
 
@@ -106,7 +112,7 @@ def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: 
             else:
                 result.rejected.append(f)
     before = _long_lines(current, limit)
-    if used and _long_lines(new, limit) > before and keeps_length:
+    if used and _long_lines(new, limit) > before and keeps_length():
         # A file whose code keeps within the project's line length (its long lines, if any, are
         # comments and strings no formatter can break) stays so: no fix adds a line past it (ruff
         # E501; `ruff format` would break it up). The fixes on lines grown too long are dropped and
@@ -129,11 +135,16 @@ def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: 
     return new, used
 
 
+def _grown(current: str, new: str, limit: int) -> set[int]:
+    """The lines of ``new`` longer than ``limit`` that ``current`` does not have."""
+    old_long = {line for line in split_lines(current) if len(line) > limit}
+    return {n for n, line in enumerate(split_lines(new), 1) if len(line) > limit and line not in old_long}
+
+
 def _wrapped(current: str, new: str, limit: int, path: str) -> str:
     """``new`` with the statements whose lines a fix pushed past ``limit`` broken as a formatter
     would (see :mod:`neuron_lint.fixes.wrap`); ``new`` itself when there are none or it fails."""
-    old_long = {line for line in split_lines(current) if len(line) > limit}
-    grown = {n for n, line in enumerate(split_lines(new), 1) if len(line) > limit and line not in old_long}
+    grown = _grown(current, new, limit)
     if not grown:
         return new
     from .wrap import wrap_lines
