@@ -19,8 +19,6 @@ import bisect
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import parse_template_expression
 
 from ..config.settings import Settings
@@ -28,7 +26,6 @@ from ..model import Finding
 from . import load_fixer
 from .decline import Decline
 from .edits import minimal_edits
-from .imports import TopLevelAddImports, remove_unused_imports
 from .nodes import attribute
 from .regions import Module
 from .scope import DeviceDefinitions
@@ -52,9 +49,20 @@ class RewriteContext:
         self.module = module
         self.region = module.region(None)  # set to the statement being transformed
         self.settings = settings
-        self.codemod = CodemodContext()
+        self._codemod = None
         self.definitions = DeviceDefinitions(self)
         self._needs_torch = False
+
+    @property
+    def codemod(self):
+        """The ``CodemodContext`` that LibCST's import helpers collect their requests in. Made (and
+        ``libcst.codemod`` imported: half a second, most of it ``libcst.matchers``) only for a
+        rewrite that adds or removes an import."""
+        if self._codemod is None:
+            from libcst.codemod import CodemodContext
+
+            self._codemod = CodemodContext()
+        return self._codemod
 
     # ------------------------------------------------------------------ metadata
     def position(self, node: cst.CSTNode):
@@ -79,6 +87,8 @@ class RewriteContext:
         if scope is not None and "torch" in scope:
             return "torch"  # imported inside the function
         if not self._needs_torch:
+            from libcst.codemod.visitors import AddImportsVisitor
+
             self._needs_torch = True
             AddImportsVisitor.add_needed_import(self.codemod, "torch")
         return "torch"
@@ -98,6 +108,8 @@ class RewriteContext:
         return parse_template_expression(template, config=self.module.tree.config_for_parsing, **nodes)
 
     def remove_import_if_unused(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        from libcst.codemod.visitors import RemoveImportsVisitor
+
         RemoveImportsVisitor.remove_unused_import(self.codemod, module, obj, asname)
 
     # ------------------------------------------------------------------ the device
@@ -114,11 +126,16 @@ class RewriteContext:
 
     # ------------------------------------------------------------------ the end
     def finish(self, tree: cst.Module) -> cst.Module:
-        scratch = self.codemod.scratch
-        if scratch.get(AddImportsVisitor.CONTEXT_KEY):
-            tree = TopLevelAddImports(self.codemod).transform_module(tree)
-        if scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
-            tree = remove_unused_imports(self.codemod, tree, self.module.code_of(tree))
+        if self._codemod is not None:  # an import to add or remove
+            from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+            from .imports import TopLevelAddImports, remove_unused_imports
+
+            scratch = self._codemod.scratch
+            if scratch.get(AddImportsVisitor.CONTEXT_KEY):
+                tree = TopLevelAddImports(self._codemod).transform_module(tree)
+            if scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
+                tree = remove_unused_imports(self._codemod, tree, self.module.code_of(tree))
         return self.definitions.insert(tree)
 
 
