@@ -110,3 +110,29 @@ def test_libcst_decides_when_the_ast_and_the_tree_disagree(monkeypatch):
     monkeypatch.setattr(imports, "imports_in_use", lambda tree: [])  # as if the ast saw no import
     tree = cst.parse_module(source)
     assert imports.remove_unused_imports(_context([("torch.cuda.amp", "autocast", None)]), tree, source).code == "x = 1\n"
+
+
+ADD_SHAPES = [
+    '"""Doc."""\nimport os\nfrom torch import nn\n\nx = 1\n',
+    "from __future__ import annotations\n\nimport os\n\n\ndef f():\n    import torch\n    return torch\n",
+    "import os; import sys\nx = 1\nimport torch\n",
+    "x = 1\n",
+    "try:\n    import torch\nexcept ImportError:\n    torch = None\n",
+    '"""Doc."""\n',
+]
+
+
+@pytest.mark.parametrize("source", ADD_SHAPES)
+@pytest.mark.parametrize("wanted", [("torch", None), ("os", None), ("torch.nn.attention", "sdpa_kernel")])
+def test_same_additions_as_libcst(source, wanted):
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    from neuron_lint.fixes.imports import TopLevelAddImports
+
+    def context():
+        c = CodemodContext()
+        AddImportsVisitor.add_needed_import(c, *wanted)
+        return c
+
+    tree = cst.parse_module(source)
+    assert TopLevelAddImports(context()).transform_module(tree).code == AddImportsVisitor(context()).transform_module(tree).code

@@ -38,11 +38,22 @@ class TopLevelAddImports(AddImportsVisitor):
             finally:
                 self.context = before
 
+    def visit_Module(self, node: cst.Module) -> None:
+        # LibCST gathers the imports at the top of the module with a visit of the whole module, of
+        # which it reads only the statements up to the first that is not an import: hand it those.
+        end = next((i for i, stmt in enumerate(node.body) if i and not _lone_import(stmt)), len(node.body))
+        super().visit_Module(node.with_changes(body=node.body[:end + 1]))
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.BaseCompoundStatement) or isinstance(node, cst.SimpleStatementLine) and not any(
                 isinstance(small, (cst.Import, cst.ImportFrom)) for small in node.body):
             return False
         return super().on_visit(node)
+
+
+def _lone_import(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(
+        stmt.body[0], (cst.Import, cst.ImportFrom))
 
 
 def remove_unused_imports(context: CodemodContext, tree: cst.Module, code: str) -> cst.Module:
