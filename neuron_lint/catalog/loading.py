@@ -381,10 +381,13 @@ def _matcher_known(name: str) -> bool:
 
 
 def load_catalog_from(directory: Path) -> Catalog:
+    from .stored import rule_data
+
     files = sorted(directory.glob("*.toml"))
     if not files:
         raise CatalogError(f"{directory}: no rule files (*.toml) found")
-    rules = [load_rule_file(f) for f in files]
+    parsed = rule_data(files, lambda path, exc: CatalogError(f"{path.name}: not valid TOML: {exc}"))
+    rules = [_parse_rule(data, f.name) for f, data in zip(files, parsed)]
     seen: dict[str, str] = {}
     names: dict[str, str] = {}
     for r in rules:

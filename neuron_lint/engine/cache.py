@@ -143,13 +143,10 @@ def _read_bounded(name, limit: int, dir_fd: int | None = None) -> bytes | None:
 def key_path() -> Path | None:
     """Where the secret that authenticates entries lives: ``$XDG_CACHE_HOME/neuron-lint/key``
     (default ``~/.cache/neuron-lint/key``), outside every project. None without a home."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not base or not os.path.isabs(base):  # the XDG rule: a relative value is ignored
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / "neuron-lint" / "key"
+    from ..io.user_cache import user_cache_dir
+
+    folder = user_cache_dir()
+    return folder / "key" if folder is not None else None
 
 
 def _read_key(path: Path) -> bytes:
