@@ -7,16 +7,10 @@ file, and every mistake is reported with the file name and the key at fault.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 #: Code family (first digit after ``NRN``) -> category name.
 FAMILIES: dict[str, str] = {
@@ -339,14 +333,6 @@ def _parse_rule(data: dict, file: str) -> Rule:
         matches=matches, fix=fix, bad=bad, good=good, fixed=fixed,
         fix_cases=tuple(fix_cases), bad_spans=bad_spans, file=file,
     )
-
-
-def load_rule_file(path: Path) -> Rule:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path.name}: not valid TOML: {exc}") from None
-    return _parse_rule(data, path.name)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ Reading the catalog's 75 TOML files with ``tomllib`` is about a tenth of a one-f
 Their parsed contents are kept as one JSON file in the user's cache folder
 (``$XDG_CACHE_HOME/neuron-lint``, default ``~/.cache/neuron-lint``, beside the cache's key), named
 after the catalog's folder and each file's name, size and modification time, so that a changed,
-added or removed rule file is read again (what ``tomllib`` makes of a file depends on nothing else). The data is validated by
-:mod:`neuron_lint.catalog.loading` exactly as if it came from the files. A cache file that is not
+added or removed rule file is read again (what ``tomllib`` makes of a file depends on nothing
+else). The data is validated by :mod:`neuron_lint.catalog.loading` exactly as if it came from the
+files. A cache file that is not
 this user's, is writable by others, or does not read back is ignored; one that cannot be written is
 not written. ``NEURON_LINT_NO_CACHE=1`` turns it off.
 """
@@ -84,19 +85,19 @@ def _read(path: Path, count: int) -> list[dict] | None:
 
 
 def _write(path: Path, data: list[dict]) -> None:
-    """Write ``data`` in one step (a concurrent run writes the same bytes); only data JSON keeps as it is."""
+    """Write ``data`` in one step (a concurrent run writes the same bytes), if JSON keeps it as it is."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
     try:
         text = json.dumps(data)
         if json.loads(text) != data:  # a TOML date or time: not worth keeping
             return
         os.makedirs(path.parent, mode=0o700, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except (OSError, TypeError, ValueError):
         try:
-            os.unlink(tmp)  # type: ignore[possibly-undefined]
-        except (OSError, UnboundLocalError, NameError):
+            os.unlink(tmp)
+        except OSError:
             pass

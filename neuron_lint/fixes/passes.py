@@ -11,6 +11,7 @@ same pass for ``check``, so that a fix ``check`` spells out is one ``fix`` appli
 from __future__ import annotations
 
 import difflib
+import functools
 import io
 import os
 import tokenize
@@ -85,18 +86,14 @@ def one_pass(current: str, wanted: list[Finding], settings: Settings, newline: s
 
 def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: str, path: str, limit: int,
               result: Dropped) -> tuple[str, list[Finding]]:
-    held: list[bool] = []
-
-    def keeps_length() -> bool:
-        """Whether ``current`` keeps to the line length (tokenizes it: asked only once a line grew)."""
-        if not held:
-            held.append(not _long_code_lines(current, limit))
-        return held[0]
+    # whether ``current`` keeps to the line length: it tokenizes the text, so asked only once a line grew
+    keeps_length = functools.cache(lambda: not _long_code_lines(current, limit))
 
     def apply(fixes):
         text, kept = _apply(current, fixes, settings, newline)
-        if kept and _grown(current, text, limit) and keeps_length():
-            text = _wrapped(current, text, limit, path)
+        grown = _grown(current, text, limit) if kept else None
+        if grown and keeps_length():
+            text = _wrapped(current, text, limit, path, grown)
         return text, kept
 
     new, used = apply(wanted)
@@ -141,10 +138,12 @@ def _grown(current: str, new: str, limit: int) -> set[int]:
     return {n for n, line in enumerate(split_lines(new), 1) if len(line) > limit and line not in old_long}
 
 
-def _wrapped(current: str, new: str, limit: int, path: str) -> str:
+def _wrapped(current: str, new: str, limit: int, path: str, grown: set[int] | None = None) -> str:
     """``new`` with the statements whose lines a fix pushed past ``limit`` broken as a formatter
-    would (see :mod:`neuron_lint.fixes.wrap`); ``new`` itself when there are none or it fails."""
-    grown = _grown(current, new, limit)
+    would (see :mod:`neuron_lint.fixes.wrap`); ``new`` itself when there are none or it fails.
+    ``grown``: those lines (:func:`_grown`), when the caller has them."""
+    if grown is None:
+        grown = _grown(current, new, limit)
     if not grown:
         return new
     from .wrap import wrap_lines
