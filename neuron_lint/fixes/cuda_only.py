@@ -15,6 +15,55 @@ _CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kerne
 _EXTENSION_LOADERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
 
 
+_DESCRIBED = frozenset({"name", "total_memory"})
+_LOGGING = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+                      "write", "str", "repr", "format"})
+
+
+def _described(ctx, node: ast.AST) -> bool:
+    """Is the value of ``node`` only read for what every device module's properties carry (its
+    ``name``, ``total_memory``) or put in a message (an f-string, ``print``, a logger call, ``str``)?"""
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in _DESCRIBED
+    if isinstance(parent, ast.FormattedValue):
+        return True
+    if isinstance(parent, ast.Call) and node is not parent.func:
+        func = parent.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        return name in _LOGGING
+    return False
+
+
+def only_described(ctx, call: ast.Call) -> bool:
+    """``torch.cuda.get_device_properties(...)``: true when the properties serve only to describe
+    the device, directly or through a name every read of which in its function does that."""
+    if _described(ctx, call):
+        return True
+    stmt = ctx.parent(call)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    scope = ctx.enclosing_function(stmt) or ctx.tree
+    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    return bool(reads) and all(_described(ctx, n) for n in reads)
+
+
+#: ``torch.cuda`` queries of the hardware no fix carries over: a device string given to one of them
+#: names the GPU being asked about and stays with the call (NRN204 reports the call).
+_HARDWARE_QUERIES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_arch_list"})
+
+
+def cuda_hardware_query(ctx, call: ast.Call) -> bool:
+    """Does ``call`` ask ``torch.cuda`` about the GPU in a way that stays CUDA-only after every fix
+    (compute capability; the properties read for more than a description)?"""
+    name = ctx.qualname(call.func)
+    if name in _HARDWARE_QUERIES:
+        return True
+    return name == "torch.cuda.get_device_properties" and not only_described(ctx, call)
+
+
 def dotted(node) -> list[str]:
     parts = []
     while isinstance(node, ast.Attribute):

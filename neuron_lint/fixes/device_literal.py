@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 
+from .cuda_only import cuda_hardware_query
 from .decline import Decline
 from .device_choice import (
     cuda_test,
@@ -68,6 +69,21 @@ def _parametrize_value(ctx, node) -> bool:
             and len(call.args) >= 2 and call.args[1] is container)
 
 
+def _queried_gpu(ctx, node) -> ast.Call | None:
+    """The ``torch.cuda`` hardware query ``node`` names the GPU for, directly or through
+    ``torch.device(...)``: ``torch.cuda.get_device_capability("cuda:0")``."""
+    call = ctx.parent(node)
+    if isinstance(call, ast.keyword):
+        call = ctx.parent(call)
+    if isinstance(call, ast.Call) and node is not call.func and ctx.qualname(call.func) == "torch.device":
+        node, call = call, ctx.parent(call)
+        if isinstance(call, ast.keyword):
+            call = ctx.parent(call)
+    if isinstance(call, ast.Call) and node is not call.func and cuda_hardware_query(ctx, call):
+        return call
+    return None
+
+
 def plan_literal(ctx, hit, node, message: str = "Use the current accelerator instead of CUDA"):
     """Plan the rewrite of one CUDA device literal (shared by NRN202, NRN205 and NRN206)."""
     kind = literal_kind(node)
@@ -81,6 +97,11 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         if not one_literal(ctx, base):
             ctx.note(hit, "not rewritten: the string is built from several literals")
             return None
+    query = _queried_gpu(ctx, node)
+    if query is not None:
+        ctx.note(hit, f"not rewritten: it names the GPU that `{short(ctx, query.func)}` asks about, and that "
+                      "question stays CUDA-only (NRN204)")
+        return None
     # the module's own device variable: its definition becomes the idiom
     if not ctx.neuron and ctx.in_device_definition(node):
         if not ctx.allows("2.6"):

@@ -34,12 +34,23 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return parts
 
 
+def _import_or_flag(stmt: ast.stmt) -> bool:
+    """An import, ``pass``, or the flag a conditional import sets (``HAS_APEX = True``, ``apex = None``)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)):
+        return True
+    return (isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)
+            and isinstance(stmt.value, ast.Constant))
+
+
 def _is_import_block(stmt: ast.stmt) -> bool:
-    """An import, or a ``try``/``if`` whose body only imports (a conditional import)."""
+    """An import, or a ``try``/``if`` whose body only imports (a conditional import), perhaps
+    setting a flag that says whether it worked."""
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         return True
     if isinstance(stmt, ast.Try):
-        return all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body)
+        if not any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body):
+            return False
+        return all(_import_or_flag(s) for s in stmt.body)
     if isinstance(stmt, ast.If) and not is_main_guard(stmt):
         return all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in [*stmt.body, *stmt.orelse])
     return False

@@ -172,6 +172,22 @@ def _only_imports(block) -> bool:
     )
 
 
+def _constant(node) -> bool:
+    if isinstance(node, cst.ConcatenatedString):
+        return _constant(node.left) and _constant(node.right)
+    return isinstance(node, (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)) or (
+        isinstance(node, cst.Name) and node.value in ("True", "False", "None"))
+
+
+def _import_or_flag(small) -> bool:
+    """What a conditional import's ``try`` may hold (mirrors plan._import_or_flag): imports, ``pass``
+    and flags set to a constant (``HAS_APEX = True``)."""
+    if isinstance(small, (cst.Import, cst.ImportFrom, cst.Pass)):
+        return True
+    return (isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets)
+            and _constant(small.value))
+
+
 def _is_main_guard(stmt) -> bool:
     test = getattr(stmt, "test", None)
     return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__")
@@ -182,7 +198,9 @@ def _is_import_statement(stmt) -> bool:
     if isinstance(stmt, cst.SimpleStatementLine):
         return all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body)
     if isinstance(stmt, cst.Try):
-        return _only_imports(stmt)
+        lines = stmt.body.body
+        return all(isinstance(s, cst.SimpleStatementLine) and all(_import_or_flag(x) for x in s.body) for s in lines) and any(
+            isinstance(x, (cst.Import, cst.ImportFrom)) for s in lines for x in s.body)
     return isinstance(stmt, cst.If) and not _is_main_guard(stmt) and _only_imports(stmt) and (
         stmt.orelse is None or (isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse)))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ..cuda_only import only_described
 from ..guards import decided_region, skipped_test
 from .cuda_call import looks_like_index
 
@@ -173,6 +174,10 @@ class CudaApi:
         if not ctx.allows(since):
             ctx.note(hit, f"not rewritten: `{target}` needs PyTorch {since} and --min-torch is {ctx.settings.min_torch}; "
                           f"pass --min-torch {since} (TorchNeuron itself needs 2.13) to get the rewrite")
+            return None
+        if entry.get("use") == "description" and call is not None and not only_described(ctx, call):
+            ctx.note(hit, f"not rewritten: the result is read for more than its name and total memory "
+                          f"(compute capability and the like are CUDA's own), which `{target}` may not offer")
             return None
         form = entry.get("args", "any")
         if not _args_fit(call, form):

@@ -12,8 +12,8 @@ CPUs too). And it is not offered at all where float64 is there on purpose or cos
   body) that calls them, need float64 for the finite differences;
 - a dtype listed with other dtypes (``[torch.float32, torch.float64]``): it would list float32 twice;
 - host-side values: the result goes to ``.cpu()``/``.numpy()``/``.item()``/``.tolist()``, comes
-  from ``.cpu()``/``torch.from_numpy``, or is a tensor made without a device in a module that
-  never puts anything on a device (it stays on the CPU, where float64 is exact);
+  from ``.cpu()``/``torch.from_numpy``, or is a tensor made without a device that the code around
+  it never moves to one (it stays on the CPU, where float64 is exact);
 - code whose comment (on its lines or just above) or docstring talks about the precision
   (``float64``, ``double precision``, ``exact``, ``reproduce``, ``numerical stability``...).
 """
@@ -191,7 +191,46 @@ def _host_factory(ctx, call: ast.Call) -> bool:
         return False
     if any(k.arg in ("device", None) for k in call.keywords):
         return False
-    return not _module_moves_tensors(ctx)
+    return not _module_moves_tensors(ctx) or not _leaves_the_host(ctx, call)
+
+
+def _moved(ctx, node: ast.AST) -> bool:
+    """Is the value of ``node`` put on a device right there: ``.to(...)``/``.cuda()`` on it, or given
+    to ``register_buffer``/``nn.Parameter`` (which follow the module to its device), or stored in an
+    attribute or a container (out of sight)?"""
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in ("to", "cuda", "type", "copy_", "pin_memory")
+    if isinstance(parent, ast.keyword):
+        parent = ctx.parent(parent)
+    if isinstance(parent, ast.Call) and node is not parent.func:
+        name = _callee_name(ctx, parent.func).rsplit(".", 1)[-1]
+        return name in ("register_buffer", "Parameter", "copy_", "to")
+    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        return any(not isinstance(t, ast.Name) for t in targets)
+    return isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Dict))
+
+
+def _leaves_the_host(ctx, call: ast.Call) -> bool:
+    """A tensor made without a device is on the CPU (``torch.set_default_device`` aside): does the
+    code around it move it to a device, itself or through the name it is stored in, in its function?
+    Returned or otherwise used on the CPU, its float64 is exact and is kept."""
+    if any(isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.set_default_device" for n in ast.walk(ctx.tree)):
+        return True
+    node = call
+    while isinstance(ctx.parent(node), ast.BinOp):  # `torch.linspace(..., dtype=torch.float64) / steps`
+        node = ctx.parent(node)
+    if _moved(ctx, node):
+        return True
+    stmt = ctx.parent(node)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is node and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    scope = ctx.enclosing_function(stmt) or ctx.tree
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and _moved(ctx, n)
+               for n in ast.walk(scope))
 
 
 def _docstring(node) -> str:
@@ -258,7 +297,7 @@ def why_float64_stays(ctx, hit, node) -> str:
             if source:
                 return f"the tensor comes from `{source}(...)`: it is on the host, where float64 is exact"
         if _host_factory(ctx, call):
-            return ("the tensor is made without a device in a module that never moves tensors to one: "
+            return ("the tensor is made without a device and nothing here moves it to one: "
                     "it stays on the CPU, where float64 is exact")
     said = _purpose(ctx, node)
     if said:
