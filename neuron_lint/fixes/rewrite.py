@@ -177,13 +177,16 @@ class _Apply(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         updated = super().on_leave(original_node, updated_node)
-        done_here = False
+        done_here = None
         for i in self._containing(original_node):
             if self.best.get(i) is not original_node or i in self.applied or i in self.declined:
                 continue
-            if done_here:  # one fix per node per pass; the next pass retries on the new text
-                continue
             f = self.findings[i]
+            if done_here is not None:  # one fix per node per pass; the next pass retries on the new text
+                same = (f.fix.fixer, f.fix.target, f.fix.data) == (done_here.fixer, done_here.target, done_here.data)
+                if same:  # two findings, one fix (a guard removed with the duplicate seed it guards)
+                    self.applied.append(i)
+                continue
             try:
                 new = load_fixer(f.fix.fixer).rewrite(self.rx, original_node, updated, dict(f.fix.data))
             except Decline as exc:
@@ -195,7 +198,7 @@ class _Apply(cst.CSTTransformer):
             if new is None:
                 continue
             updated = new
-            done_here = True
+            done_here = f.fix
             self.applied.append(i)
         return updated
 

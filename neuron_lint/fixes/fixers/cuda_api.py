@@ -25,6 +25,7 @@ import re
 
 from ..cuda_only import only_described
 from ..guards import decided_region, skipped_test
+from ..keyword_args import module_comments
 from .cuda_call import looks_like_index
 
 _KEYWORDS = {
@@ -81,10 +82,15 @@ def _args_fit(call: ast.Call | None, form: str) -> bool:
 
 
 def _duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
-    """The statement of ``torch.cuda.manual_seed_all(s)`` when a neighbour is ``torch.manual_seed(s)``."""
+    """The statement to remove when ``torch.cuda.manual_seed(_all)(s)`` sits next to
+    ``torch.manual_seed(s)`` (within two statements): the call's own, or, when it is all an
+    ``if torch.cuda.is_available():`` does (fairseq's ``set_torch_seed``), that ``if``."""
     stmt = ctx.parent(call)
     if not (isinstance(stmt, ast.Expr) and stmt.value is call and len(call.args) == 1 and not call.keywords):
         return None
+    guard = _seed_guard(ctx, stmt)
+    if guard is not None:
+        stmt = guard
     block = next((b for b in (getattr(ctx.parent(stmt), f, None) for f in ("body", "orelse", "finalbody"))
                   if isinstance(b, list) and any(s is stmt for s in b)), None)
     if block is None or len(block) < 2:
@@ -98,6 +104,35 @@ def _duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
                 and len(v.args) == 1 and ast.dump(v.args[0]) == seed):
             return stmt
     return None
+
+
+def _seed_guard(ctx, stmt: ast.stmt) -> ast.If | None:
+    """``if torch.cuda.is_available(): <stmt>`` with nothing else in it (no ``else``, no comment
+    that removing it would lose), or None."""
+    guard = ctx.parent(stmt)
+    if not (isinstance(guard, ast.If) and guard.body == [stmt] and not guard.orelse):
+        return None
+    test = guard.test
+    if not (isinstance(test, ast.Call) and not test.args and not test.keywords
+            and ctx.qualname(test.func) == "torch.cuda.is_available"):
+        return None
+    lines = range(guard.lineno, (guard.end_lineno or guard.lineno) + 1)
+    if any(line in lines or line == guard.lineno - 1 for line, _, _ in module_comments(ctx)):
+        return None
+    return guard
+
+
+def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
+    """The ``if`` that ``call`` (``torch.cuda.is_available()``) tests, when the duplicate seed it
+    guards goes with it."""
+    guard = ctx.parent(call)
+    if not (isinstance(guard, ast.If) and guard.test is call and len(guard.body) == 1):
+        return None
+    stmt = guard.body[0]
+    inner = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not (isinstance(inner, ast.Call) and ctx.qualname(inner.func) in _SEEDS):
+        return None
+    return guard if _duplicate_seed(ctx, inner) is guard else None
 
 
 _FLIPPED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
@@ -169,7 +204,8 @@ class CudaApi:
         if hit.subject in _SEEDS and call is not None:
             stmt = _duplicate_seed(ctx, call)
             if stmt is not None:
-                return ctx.propose(hit, stmt, "Expr", "Remove: `torch.manual_seed` next to it already seeds every device",
+                return ctx.propose(hit, stmt, "If" if isinstance(stmt, ast.If) else "Expr",
+                                   "Remove: `torch.manual_seed` next to it already seeds every device",
                                    {"remove": True}, applicability="safe")
         if not ctx.allows(since):
             ctx.note(hit, f"not rewritten: `{target}` needs PyTorch {since} and --min-torch is {ctx.settings.min_torch}; "
@@ -185,6 +221,10 @@ class CudaApi:
             return None
         data = {"target": target}
         if hit.subject == "torch.cuda.is_available":
+            guard = seed_guard_of(ctx, call) if call is not None else None
+            if guard is not None:  # removed with the duplicate seed it guards: the same fix
+                return ctx.propose(hit, guard, "If", "Remove: `torch.manual_seed` next to it already seeds every device",
+                                   {"remove": True}, applicability="safe")
             idiom = _device_idiom_plan(ctx, hit, call)
             if idiom is not None or id(hit) in ctx.notes:
                 return idiom

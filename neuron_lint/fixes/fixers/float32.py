@@ -25,19 +25,22 @@ import fnmatch
 import os
 import re
 
+from ..host_values import (
+    callee_name,
+    dtype_like,
+    host_factory,
+    host_receiver,
+    host_result,
+    module_moves_tensors,
+)
 from ..keyword_args import module_comments
 
 _RENAMED = {"float64": "float32", "double": "float32", "DoubleTensor": "FloatTensor"}
 _FLOAT_DTYPES = {"float64", "double", "float32", "float", "float16", "half", "bfloat16", "float8_e4m3fn",
                  "float8_e5m2", "complex64", "complex128", "cfloat", "cdouble", "int8", "int16", "int32",
                  "int64", "long", "int", "uint8", "bool", "DoubleTensor", "FloatTensor", "HalfTensor"}
-_HOST_RESULTS = {"cpu", "numpy", "item", "tolist"}
-_PASS_THROUGH = {"detach", "clone", "contiguous", "flatten", "squeeze", "unsqueeze", "view", "reshape", "t"}
 _GRADCHECKS = {"torch.autograd.gradcheck", "torch.autograd.gradgradcheck", "torch.autograd.gradcheck.gradcheck",
                "torch.autograd.gradcheck.gradgradcheck"}
-_FACTORIES = {"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye",
-              "rand", "randn", "randint", "randperm", "tril_indices", "triu_indices", "scalar_tensor", "normal"}
-_DEVICE_NAMES = ("device", "DEVICE", "*_device", "device_*", "*_DEVICE")
 #: What a comment or docstring says when float64 is there on purpose.
 _ON_PURPOSE = re.compile(
     r"float64|fp64|\bf64\b|double|64[- ]?bit|precision|precise|exact|reproduc|accura|numeric|stabl|"
@@ -64,14 +67,10 @@ def is_test_path(path: str) -> bool:
     return any(p in _TEST_DIRS for p in parts[:-1])
 
 
-def _callee_name(ctx, func) -> str:
-    return ctx.qualname(func) or (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
-
-
 def _is_gradcheck(ctx, call) -> bool:
     if not isinstance(call, ast.Call):
         return False
-    name = _callee_name(ctx, call.func)
+    name = callee_name(ctx, call.func)
     return name in _GRADCHECKS or name.rsplit(".", 1)[-1] in ("gradcheck", "gradgradcheck")
 
 
@@ -95,23 +94,15 @@ def _in_test_code(ctx, node) -> bool:
             return True
         if isinstance(p, ast.ClassDef) and p.name.startswith("Test"):
             return True
-        if isinstance(p, ast.Call) and _callee_name(ctx, p.func).rsplit(".", 1)[-1] == "parametrize":
+        if isinstance(p, ast.Call) and callee_name(ctx, p.func).rsplit(".", 1)[-1] == "parametrize":
             return True
     return False
-
-
-def _dtype_like(node) -> bool:
-    if isinstance(node, ast.Attribute):
-        return node.attr in _FLOAT_DTYPES
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value in _FLOAT_DTYPES
-    return isinstance(node, ast.Name) and node.id in _FLOAT_DTYPES
 
 
 def _in_dtype_list(ctx, node) -> bool:
     parent = ctx.parent(node)
     if isinstance(parent, (ast.List, ast.Tuple, ast.Set)):
-        return sum(_dtype_like(e) for e in parent.elts) >= 2
+        return sum(dtype_like(e) for e in parent.elts) >= 2
     return False
 
 
@@ -123,114 +114,6 @@ def _value_call(ctx, node) -> ast.Call | None:
     if isinstance(parent, ast.keyword):
         parent = ctx.parent(parent)
     return parent if isinstance(parent, ast.Call) and parent.func is not node else None
-
-
-def _host_result(ctx, call: ast.Call) -> str:
-    """The host method the call's result goes to (``.cpu()``, ``.numpy()``...), or ``""``."""
-    node = call
-    while True:
-        parent = ctx.parent(node)
-        if not isinstance(parent, ast.Attribute):
-            return ""
-        grand = ctx.parent(parent)
-        if not (isinstance(grand, ast.Call) and grand.func is parent):
-            return ""
-        if parent.attr in _HOST_RESULTS:
-            return parent.attr
-        if parent.attr not in _PASS_THROUGH:
-            return ""
-        node = grand
-
-
-def _host_receiver(ctx, call: ast.Call) -> str:
-    """``x.cpu().double()``, ``torch.from_numpy(a).double()``: the value already lives on the host."""
-    node = call.func.value if isinstance(call.func, ast.Attribute) else None
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Call):
-            name = _callee_name(ctx, node.func)
-            if name in ("torch.from_numpy",) or name.endswith(".cpu") or name == "cpu" or name.endswith(".numpy"):
-                return name.rsplit(".", 1)[-1]
-            node = node.func
-        else:
-            node = node.value
-    return ""
-
-
-def _module_moves_tensors(ctx) -> bool:
-    """Does anything in the module put a tensor on a device (or name one)?"""
-    if "_nrn301_moves" not in ctx.__dict__:
-        moves = False
-        for n in ast.walk(ctx.tree):
-            if isinstance(n, ast.Call):
-                func = n.func
-                if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to_empty", "pin_memory"):
-                    moves = True
-                elif isinstance(func, ast.Attribute) and func.attr == "to" and not all(
-                        _dtype_like(a) for a in [*n.args, *(k.value for k in n.keywords if k.arg != "dtype")]):
-                    moves = True
-                elif ctx.qualname(func) in ("torch.device", "torch.set_default_device"):
-                    moves = True
-                elif any(k.arg == "device" or k.arg is None for k in n.keywords):
-                    moves = True
-            elif isinstance(n, ast.Name) and any(fnmatch.fnmatchcase(n.id, p) for p in _DEVICE_NAMES):
-                moves = True
-            elif isinstance(n, ast.arg) and any(fnmatch.fnmatchcase(n.arg, p) for p in _DEVICE_NAMES):
-                moves = True
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0] in ("cuda", "neuron"):
-                moves = True
-            if moves:
-                break
-        ctx.__dict__["_nrn301_moves"] = moves
-    return ctx.__dict__["_nrn301_moves"]
-
-
-def _host_factory(ctx, call: ast.Call) -> bool:
-    """``torch.zeros(3, dtype=torch.float64)`` with no device, in a module that never moves tensors."""
-    name = ctx.qualname(call.func) or ""
-    if not (name.startswith("torch.") and name.rsplit(".", 1)[-1] in _FACTORIES):
-        return False
-    if any(k.arg in ("device", None) for k in call.keywords):
-        return False
-    return not _module_moves_tensors(ctx) or not _leaves_the_host(ctx, call)
-
-
-def _moved(ctx, node: ast.AST) -> bool:
-    """Is the value of ``node`` put on a device right there: ``.to(...)``/``.cuda()`` on it, or given
-    to ``register_buffer``/``nn.Parameter`` (which follow the module to its device), or stored in an
-    attribute or a container (out of sight)?"""
-    parent = ctx.parent(node)
-    if isinstance(parent, ast.Attribute):
-        return parent.attr in ("to", "cuda", "type", "copy_", "pin_memory")
-    if isinstance(parent, ast.keyword):
-        parent = ctx.parent(parent)
-    if isinstance(parent, ast.Call) and node is not parent.func:
-        name = _callee_name(ctx, parent.func).rsplit(".", 1)[-1]
-        return name in ("register_buffer", "Parameter", "copy_", "to")
-    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-        return any(not isinstance(t, ast.Name) for t in targets)
-    return isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Dict))
-
-
-def _leaves_the_host(ctx, call: ast.Call) -> bool:
-    """A tensor made without a device is on the CPU (``torch.set_default_device`` aside): does the
-    code around it move it to a device, itself or through the name it is stored in, in its function?
-    Returned or otherwise used on the CPU, its float64 is exact and is kept."""
-    if any(isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.set_default_device" for n in ast.walk(ctx.tree)):
-        return True
-    node = call
-    while isinstance(ctx.parent(node), ast.BinOp):  # `torch.linspace(..., dtype=torch.float64) / steps`
-        node = ctx.parent(node)
-    if _moved(ctx, node):
-        return True
-    stmt = ctx.parent(node)
-    if not (isinstance(stmt, ast.Assign) and stmt.value is node and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)):
-        return False
-    name = stmt.targets[0].id
-    scope = ctx.enclosing_function(stmt) or ctx.tree
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and _moved(ctx, n)
-               for n in ast.walk(scope))
 
 
 def _docstring(node) -> str:
@@ -282,21 +165,21 @@ def why_float64_stays(ctx, hit, node) -> str:
         return "this code calls gradcheck, which needs float64 (its finite differences are too coarse in float32)"
     if _in_dtype_list(ctx, node):
         return "the dtype is listed with other dtypes (compared or iterated over); float32 would be listed twice"
-    if not _module_moves_tensors(ctx):
+    if not module_moves_tensors(ctx):
         # All or nothing: rewriting only some float64 of a host-only module mixes dtypes
         # (`m.double()` -> `m.float()` fed a float64 input raises).
         return ("this module never moves tensors to a device: its float64 stays on the CPU, where "
                 "float64 is exact (rewriting some of it would mix dtypes)")
     call = _value_call(ctx, node)
     if call is not None:
-        host = _host_result(ctx, call)
+        host = host_result(ctx, call)
         if host:
             return f"the float64 value goes to `.{host}()`, i.e. to the host, where float64 is exact"
         if call is node or (isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "type")):
-            source = _host_receiver(ctx, call)
+            source = host_receiver(ctx, call)
             if source:
                 return f"the tensor comes from `{source}(...)`: it is on the host, where float64 is exact"
-        if _host_factory(ctx, call):
+        if host_factory(ctx, call):
             return ("the tensor is made without a device and nothing here moves it to one: "
                     "it stays on the CPU, where float64 is exact")
     said = _purpose(ctx, node)
