@@ -234,7 +234,8 @@ def findings(proc: dict) -> dict:
         out.update(total=None, by_code={})
         out.setdefault("errors", first_lines(proc["stderr"]) or ["no JSON on stdout"])
         return out
-    codes = collections.Counter(item["code"] for item in items)
+    # a file neuron-lint could not read or parse is an item with no code (as in ruff's JSON)
+    codes = collections.Counter(item["code"] or item.get("name") or "file-error" for item in items)
     out.update(total=sum(codes.values()), by_code=dict(sorted(codes.items())))
     return out
 

@@ -129,6 +129,8 @@ def _rebuild(path: list, new_last: cst.BaseExpression) -> cst.BaseExpression:
     for parent in reversed(path[:-1]):
         if isinstance(parent, (cst.BinaryOperation, cst.BooleanOperation)):
             node = parent.with_changes(right=node)
+        elif isinstance(parent, cst.Call):  # the empty trailing call `.float()` of a split call
+            node = parent.with_changes(func=parent.func.with_changes(value=node))
         else:
             last = parent.comparisons[-1].with_changes(comparator=node)
             node = parent.with_changes(comparisons=[*parent.comparisons[:-1], last])
@@ -189,8 +191,15 @@ class _Breaker:
         """Split forms of ``expr``, in the order a formatter prefers them."""
         path = _last_bracket(expr)
         last = path[-1] if path else None
+        chained = _chained_calls(last if path else expr)
+        if last is not None and _is_empty(last) and chained == 1 and isinstance(last, cst.Call):
+            # `x.to(device, non_blocking=True).float()`: an empty last pair is not split; the
+            # formatter opens the call before it and `).float()` closes the last line
+            inner = last.func.value if isinstance(last.func, cst.Attribute) else None
+            if isinstance(inner, (cst.Call, cst.Subscript)) and not inner.lpar and not _is_empty(inner):
+                path, last = [*path, inner], inner
         can_omit = last is not None and not _is_empty(last) and _top_delimiters(expr) <= 1
-        if optional_parens and _chained_calls(path[-1] if path else expr) > 1:
+        if optional_parens and chained > 1:
             can_omit = False  # a chain of calls: the formatter puts the whole expression in parentheses
         if can_omit:
             if not _trailing_comma(_items(last)):
