@@ -40,6 +40,9 @@ SHAPES = [
     # an empty last call (`.float()`): the call before it is opened, `).float()` ends the statement
     "def f():\n    if p.device.type == \"cpu\":\n        p_data_fp32_working_copy_here = p.data.to(_current_device(), non_blocking=True).float()\n",
     "x = some_tensor_with_a_long_name.to(_current_device(), non_blocking=True, copy=False).float()\n",
+    # a `with` of one call is split inside the call's parentheses, `as` name or not
+    "def f():\n    with torch.autocast(_current_device().type, enabled=_current_device().type != \"cpu\"):\n        pass\n",
+    "with torch.autocast(_current_device().type, dtype=torch.bfloat16, enabled=_current_device().type != \"cpu\") as c:\n    pass\n",
     # a ternary value goes into parentheses of its own: on one line there, else one part per line
     "def f():\n    m = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0\n",
     "def f():\n    some_long_target_name_here_xxxxx = torch.accelerator.max_memory_allocated() if ok() else 0\n",

@@ -14,9 +14,9 @@ becomes
 
 and, when the contents do not fit on one line either, one element per line with a trailing
 comma. Only the shapes whose formatted form is certain are handled (one-line simple statements
-and ``for``/``if``/``while`` headers whose expression ends in a bracket, one-line decorators, one
-element of a bracket already broken one element per line, and an assigned or returned ``a if b
-else c``, put in parentheses of its own; all without comments);
+and ``for``/``if``/``while`` headers whose expression ends in a bracket, ``with`` headers of one
+call, one-line decorators, one element of a bracket already broken one element per line, and an
+assigned or returned ``a if b else c``, put in parentheses of its own; all without comments);
 :func:`wrap_lines` leaves every other statement as it is, and the caller then drops the fix that
 made it too long, as before.
 """
@@ -267,17 +267,33 @@ class _Breaker:
         return self._pick(arg.value, False, render, column)
 
     def header(self, node, column: int) -> str | None:
-        """The broken header (up to its colon) of a ``for``/``if``/``while`` statement, or None."""
-        field = "iter" if isinstance(node, cst.For) else "test"
+        """The broken header (up to its colon) of a ``for``/``if``/``while`` statement, or of a
+        ``with`` of one call (split inside the call's parentheses, as ``ruff format`` does), or None."""
         if not isinstance(node.body, cst.IndentedBlock) or node.body.header.comment is not None:
             return None
         module = cst.Module(body=[])
+        if isinstance(node, cst.With):
+            if len(node.items) != 1 or isinstance(node.lpar, cst.LeftParen) or not isinstance(node.items[0].item, cst.Call):
+                return None
+            item = node.items[0]
+
+            def changed(candidate):
+                return node.with_changes(items=[item.with_changes(item=candidate)])
+
+            head, optional = item.item, False
+        else:
+            field = "iter" if isinstance(node, cst.For) else "test"
+
+            def changed(candidate):
+                return node.with_changes(**{field: candidate})
+
+            head, optional = getattr(node, field), True
 
         def render(candidate):
-            code = module.code_for_node(node.with_changes(**{field: candidate}))
+            code = module.code_for_node(changed(candidate))
             return code[: code.index(":\n", len(code) - len(module.code_for_node(node.body)) - 2) + 1]
 
-        return self._pick(getattr(node, field), True, render, column)
+        return self._pick(head, optional, render, column)
 
 
 def _near(tree: ast.Module, lines: set[int]):
@@ -335,6 +351,10 @@ def _candidates(tree: ast.Module, lines: set[int]):
         if isinstance(node, (ast.For, ast.If, ast.While)):
             head = node.iter if isinstance(node, ast.For) else node.test
             if head.end_lineno == node.lineno and node.body and node.body[0].lineno > node.lineno:
+                yield node.lineno, "header"
+        elif isinstance(node, ast.With) and len(node.items) == 1:
+            if node.end_lineno and node.body and node.body[0].lineno > node.lineno and isinstance(
+                    node.items[0].context_expr, ast.Call) and node.items[0].context_expr.end_lineno == node.lineno:
                 yield node.lineno, "header"
         elif not hasattr(node, "body") and node.end_lineno == node.lineno:
             yield node.lineno, "simple"

@@ -135,6 +135,28 @@ def _plan_disabling_decorator(ctx, hit, call, fn):
                        {**data, "mode": "disabling_decorator", "where": device})
 
 
+def _with_the_call(ctx, hit, fix):
+    """``torch.autocast("cuda", ...)`` / ``GradScaler("cuda")``: the device type and the ``enabled``
+    that keeps it off on a CPU-only host (see :func:`_off_on_cpu`) are one rewrite of the call."""
+    if fix is None:
+        return None
+    data = dict(fix.data)
+    parent = ctx.parent(hit.node)
+    call = ctx.parent(parent) if isinstance(parent, ast.keyword) else parent
+    if data.get("mode") != "literal" or not isinstance(call, ast.Call) or call.func is hit.node:
+        return fix
+    name = ctx.qualname(call.func) or ""
+    scaler = name.rsplit(".", 1)[-1] == "GradScaler"
+    if not (scaler or name.rsplit(".", 1)[-1] == "autocast"):
+        return fix
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return fix
+    where = ["keyword", parent.arg] if isinstance(parent, ast.keyword) else ["position", call.args.index(hit.node)]
+    return ctx.propose(hit, call, "Call", fix.message, {"mode": "literal_call", "literal": data, "where": where,
+                                                        "enabled_at": 5 if scaler else 2},
+                       applicability=fix.applicability)
+
+
 class Amp:
     name = "amp"
 
@@ -148,7 +170,7 @@ class Amp:
                 decorated = _disabling_decorator(ctx, hit.node)
                 if decorated is not None:
                     return _plan_disabling_decorator(ctx, hit, *decorated) or fix
-            return fix
+            return _with_the_call(ctx, hit, fix)
         api = _APIS.get(hit.subject)
         if api is None:
             return None
@@ -225,6 +247,8 @@ class Amp:
             return updated
         if mode == "disabling_decorator":
             return _rewrite_disabling_decorator(rx, original, updated, data)
+        if mode == "literal_call":
+            return _rewrite_literal_call(rx, original, updated, data)
         if mode not in _TARGETS:
             return rewrite_literal(rx, original, updated, data)
         func = rx.dotted(_TARGETS[mode], original)
@@ -251,7 +275,30 @@ class Amp:
                 args[i] = with_keyword(args[i], name)
         first = cst.Arg(value=dev_type)
         args.insert(0, first)
+        args = _off_on_cpu(args, dev_type, 5 if mode == "GradScaler" else None)
         return updated.with_changes(func=func, args=_commas(args, updated.whitespace_before_args))
+
+
+def _rewrite_literal_call(rx, original, updated, data):
+    """``torch.autocast("cuda", ...)`` -> ``torch.autocast(<device type>, ..., enabled=<device type> != "cpu")``."""
+    from ..decline import Decline
+    from ..device_literal import rewrite_literal
+    from ..nodes import quote_of
+
+    how, which = data["where"]
+    args = list(updated.args)
+    if how == "keyword":
+        at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == which), None)
+    else:
+        positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
+        at = positional[which] if which < len(positional) else None
+    if at is None:
+        raise Decline("the call's device type is not where it was planned")
+    literal = dict(data["literal"])
+    new_type = rewrite_literal(rx, original.args[at].value, args[at].value, literal)
+    args[at] = args[at].with_changes(value=new_type)
+    args = _off_on_cpu(args, new_type, data["enabled_at"], quote_of(original.args[at].value))
+    return updated.with_changes(args=_commas(args, updated.whitespace_before_args))
 
 
 def _rewrite_disabling_decorator(rx, original, updated, data):
@@ -297,6 +344,46 @@ def _rewrite_disabling_decorator(rx, original, updated, data):
         lines_after_decorators=[*decorator.leading_lines, *updated.lines_after_decorators],
         body=updated.body.with_changes(body=[*head, block]),
     )
+
+
+def _off_on_cpu(args: list, dev_type, enabled_at: int | None, quote: str = '"') -> list:
+    """Keep the object off on a CPU-only host, as the CUDA one was there: ``torch.cuda.amp.autocast()``,
+    ``GradScaler()`` and ``torch.autocast("cuda")`` switch themselves off where CUDA is missing, but
+    ``torch.autocast("cpu")`` would run the model in bfloat16 and ``GradScaler("cpu")`` would scale.
+    ``enabled`` becomes ``<device type> != "cpu"`` (``<given> and <device type> != "cpu"``);
+    ``enabled_at``: the position of a positional ``enabled``."""
+    import libcst as cst
+
+    from ..decline import Decline
+    from ..nodes import keyword, string
+
+    if isinstance(dev_type, cst.SimpleString):  # "neuron" (`--device neuron`): never the CPU
+        return args
+    if any(a.star == "**" for a in args):
+        raise Decline("`**kwargs` may hold `enabled`, which has to keep the CPU off")
+    off = cst.Comparison(left=dev_type.deep_clone(), comparisons=[cst.ComparisonTarget(
+        operator=cst.NotEqual(), comparator=string("cpu", quote))])
+    positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
+    for n, a in enumerate(args):
+        if (a.keyword is not None and a.keyword.value == "enabled") or (
+                a.keyword is None and enabled_at is not None and n in positional and positional.index(n) == enabled_at):
+            v = a.value
+            if isinstance(v, cst.Name) and v.value == "False":
+                return args  # off everywhere already
+            if isinstance(v, cst.Name) and v.value == "True":
+                args[n] = a.with_changes(value=off)
+                return args
+            if not (v.lpar or isinstance(v, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))):
+                v = v.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            args[n] = a.with_changes(value=cst.BooleanOperation(left=v, operator=cst.And(), right=off))
+            return args
+    new = keyword("enabled", off)
+    if args and isinstance(args[-1].comma, cst.Comma):  # a trailing comma: the new argument takes it
+        before = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))
+        new = new.with_changes(comma=args[-1].comma)
+        args[-1] = args[-1].with_changes(comma=before)
+    return [*args, new]
 
 
 def _commas(args: list, before_args=None) -> list:
