@@ -797,6 +797,14 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     (tools / "__init__.py").write_text("")
     assert "DEVICE = (" in fix_all(src, str(tools / "train_net.py"))
     assert "DEVICE = (" in fix_all(src, str(tmp_path / "collect_env.py"))
+    # a top-level package whose __init__.py imports from its modules is a library
+    # (denoising_diffusion_pytorch: its modules end in `__main__` demos); a docstring alone is not code
+    lib = tmp_path / "diffusion"
+    lib.mkdir()
+    (lib / "__init__.py").write_text("from diffusion.model import Unet\n")
+    assert "def _current_device():" in fix_all(src, str(lib / "guided.py"))
+    (tools / "__init__.py").write_text('"""Training scripts."""\n')
+    assert "DEVICE = (" in fix_all(src, str(tools / "train_net.py"))
 
 
 def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):

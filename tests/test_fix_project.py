@@ -36,12 +36,8 @@ torch.Tensor.cuda = lambda self, device=None, non_blocking=False, **k: self
 torch.nn.Module.cuda = lambda self, device=None: self
 torch.cuda.synchronize = lambda *a, **k: None
 
-class _Autocast(torch.autocast):
-    def __init__(self, enabled=True, dtype=torch.float16, cache_enabled=True):
-        super().__init__("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-torch.cuda.amp.autocast = _Autocast
-torch.cuda.amp.GradScaler = lambda *a, **k: torch.amp.GradScaler("cpu", *a, **k)
+# torch.cuda.amp.autocast and GradScaler are left as they are: on a host without CUDA they
+# switch themselves off, as the fixed program's AMP (enabled only off the CPU) does there
 _init = dist.init_process_group
 dist.init_process_group = lambda backend=None, *a, **k: _init("gloo" if backend == "nccl" else backend, *a, **k)
 

@@ -7,6 +7,7 @@ driver, perhaps before a fork), so it gets a small function instead of a module-
 from __future__ import annotations
 
 import ast
+import functools
 import os
 
 
@@ -47,11 +48,13 @@ def is_script(tree: ast.Module, path: str, test_file: bool) -> bool:
 
 
 def package_depth(path: str, test_file: bool) -> int:
-    """How deep in packages the module is: 0 outside one, 1 in a top-level package (an
-    ``__init__.py`` beside it, none in the folder above: detectron2's ``tools/``, diffusers'
-    ``scripts/``, whose modules are still run as scripts), 2 in a subpackage. ``__main__.py``
-    and test modules count 0. A module of a subpackage is imported by its package, so it is a
-    library module whatever it does at module level (a registration loop: diffusers'
+    """How deep in packages the module is: 0 outside one, 1 in a top-level package whose
+    ``__init__.py`` holds no code (none in the folder above either: detectron2's ``tools/``,
+    diffusers' ``scripts/``, whose modules are still run as scripts), 2 in a subpackage or in a
+    top-level package whose ``__init__.py`` imports or defines something (an importable library:
+    denoising_diffusion_pytorch, whose modules end in a ``__main__`` demo). ``__main__.py`` and
+    test modules count 0. A module at depth 2 is imported by its package, so it is a library
+    module whatever it does at module level (a registration loop: diffusers'
     ``pipelines/pipeline_utils.py``) and even with a ``__main__`` guard (detectron2's
     ``utils/collect_env.py``, imported by ``detectron2.engine``)."""
     path = path or ""
@@ -62,6 +65,28 @@ def package_depth(path: str, test_file: bool) -> int:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isfile(os.path.join(folder, "__init__.py")):
             return 0
-        return 2 if os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")) else 1
+        if os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
+            return 2
+        return 2 if _has_code(os.path.join(folder, "__init__.py")) else 1
     except (OSError, ValueError):
         return 0
+
+
+def _has_code(init: str) -> bool:
+    """Does this ``__init__.py`` hold a statement other than a docstring (an unreadable or broken
+    one counts as code: nothing says the package is only a folder of scripts)?"""
+    try:
+        st = os.stat(init)
+    except OSError:
+        return True
+    return _file_has_code(init, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _file_has_code(init: str, mtime_ns: int, size: int) -> bool:  # keyed on the file's version too
+    try:
+        with open(init, "rb") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return True
+    return any(not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in tree.body)
