@@ -16,8 +16,8 @@ import subprocess
 import sys
 import textwrap
 import types
-import warnings
 import unittest
+import warnings
 
 import pytest
 

@@ -133,3 +133,41 @@ def test_report_has_a_legacy_xla_section():
     buf = io.StringIO()
     render(report, buf)
     assert "Legacy PyTorch/XLA path" in buf.getvalue()
+
+
+# ------------------------------------------------- projects that already reach Trainium natively
+XLA_BRANCH = """\
+import torch_xla.core.xla_model as xm
+
+
+def device(use_xla):
+    if use_xla:
+        return xm.xla_device()
+    return None
+"""
+
+
+def _project(root, evidence: str | None):
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "lib"\n')
+    if evidence:
+        (root / "detect.py").write_text(f"def {evidence}():\n    return False\n")
+    (root / "xla.py").write_text(XLA_BRANCH)
+    return root / "xla.py"
+
+
+def test_torch_xla_code_of_a_project_with_its_own_neuron_path_is_left_for_its_other_devices(tmp_path):
+    """accelerate asks whether Neuron is available and has its own native path; its torch_xla
+    branches serve TPUs, and rewriting them would send TPU runs to the Neuron device."""
+    name = "is_" + "neuron_available"  # spelt apart: this file is in neuron-lint's own project
+    native = _project(tmp_path / "multi", name)
+    result = fix_text(XLA_BRANCH, str(native), Settings(unsafe_fixes=True, min_torch="2.13"))
+    assert result.text == XLA_BRANCH
+    notes = [f.fix_note for f in result.remaining if f.code == "NRN702"]
+    assert notes and f"`{name}` in detect.py:1" in notes[0] and "TPU" in notes[0]
+    # `--device neuron`: the user says the code is meant for Trainium
+    forced = fix_text(XLA_BRANCH, str(native), Settings(unsafe_fixes=True, min_torch="2.13", device="neuron"))
+    assert "xm.xla_device()" not in forced.text
+    # a project without a native Neuron path: its torch_xla code is its Trainium path, rewritten
+    plain = _project(tmp_path / "trn", None)
+    assert "xm.xla_device()" not in fix_text(XLA_BRANCH, str(plain), Settings(unsafe_fixes=True, min_torch="2.13")).text

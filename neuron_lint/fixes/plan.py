@@ -348,6 +348,15 @@ class PlanContext:
                 applicability: str | None = None, fixer: str | None = None) -> Fix:
         """A plan: replace the LibCST node of class ``kind`` at ``node``'s span, with ``data``
         (rewritten by the rule's fixer, or by ``fixer`` when one rule's site is another's rewrite)."""
+        if hit.rule.category == "legacy-xla" and not self.neuron:
+            from .native_neuron import native_neuron_evidence
+
+            evidence = native_neuron_evidence(self.path)
+            if evidence:
+                self.note(hit, f"not rewritten: this project already reaches Trainium natively ({evidence}), so its "
+                               "torch_xla code serves other XLA devices (TPU) and stays; fix with `--device neuron` "
+                               "if it is meant for Trainium")
+                return None
         fallback = without_accelerator(self, node)
         if fallback:
             self.note(hit, f"not rewritten: it is the fallback for a PyTorch without `torch.accelerator` (the test on "

@@ -1,0 +1,77 @@
+"""Whether the project a file belongs to already has a native Neuron path of its own.
+
+neuron-lint rewrites legacy torch_xla code (``xm.xla_device()``, ``xm.mark_step()``, ``"xla"``
+device types...) into native TorchNeuron code, on the view that torch_xla code in a project is
+its Trainium path. That view is wrong in a project that supports several XLA devices and already
+reaches Trainium natively: Hugging Face accelerate asks whether Neuron is available (its
+``is_..._available()`` helpers) and has a multi-Neuron mode, while its torch_xla branches serve TPUs. Rewritten, those branches send TPU
+runs to the Neuron device (and to APIs TPUs do not have), so there the legacy-XLA fixes are not
+offered, unless ``--device neuron`` says the code is meant for Trainium.
+
+The evidence is looked for in the project's Python files (the folder up from the file that holds
+``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``), once per project and process, and
+only when a legacy-XLA fix is planned. It is code that neuron-lint itself never writes (see
+``_EVIDENCE``: a Neuron availability test, a multi-Neuron mode, an attribute of the ``torch``
+Neuron module), so a fix run cannot change the answer half-way. (This file spells the patterns
+so that they do not match themselves.)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+_EVIDENCE = re.compile(rb"\bis_\w*neuron\w*_available\b|\bMULTI_NEU" rb"RON\b|\btorch\.neu" rb"ron\.\w+")
+_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_SKIPPED = {"node_modules", "site-packages", "__pycache__", "build", "dist", "venv", "env"}
+_MAX_FILES = 20_000  # a bound on the scan of a huge tree
+_MAX_BYTES = 2 * 1024 * 1024  # files larger than this are not read
+
+
+def project_root(path: str) -> str | None:
+    """The nearest folder up from ``path`` that holds a project marker, or None."""
+    try:
+        folder = os.path.dirname(os.path.abspath(path))
+    except (OSError, ValueError):
+        return None
+    while True:
+        if any(os.path.exists(os.path.join(folder, m)) for m in _MARKERS):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def native_neuron_evidence(path: str) -> str:
+    """``"file:line (text)"`` of the first native-Neuron code in ``path``'s project, or ``""``."""
+    root = project_root(path) if path and not path.startswith("<") else None
+    return _scan(root) if root else ""
+
+
+@functools.lru_cache(maxsize=32)
+def _scan(root: str) -> str:
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED)
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            seen += 1
+            if seen > _MAX_FILES:
+                return ""
+            full = os.path.join(folder, name)
+            try:
+                if os.path.getsize(full) > _MAX_BYTES:
+                    continue
+                with open(full, "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            m = _EVIDENCE.search(data)
+            if m:
+                line = data.count(b"\n", 0, m.start()) + 1
+                rel = os.path.relpath(full, root)
+                return f"`{m.group().decode()}` in {rel}:{line}"
+    return ""
