@@ -218,6 +218,12 @@ def _cuda_only_code(ctx, nodes, guard) -> str:
                 what = cuda_only_call(ctx, n)
                 if what:
                     return f"{what} on line {n.lineno}"
+                if ctx.qualname(n.func) == "torch.load" and len(n.args) < 2 and not any(
+                        k.arg in ("map_location", None) for k in n.keywords):
+                    # fairseq's vocoder: `torch.load(path)` under the guard, `map_location="cpu"` after
+                    # it; tensors saved on a GPU load back onto CUDA, which Trainium does not have
+                    return (f"`torch.load` without `map_location` on line {n.lineno} (a checkpoint saved on "
+                            "a GPU loads onto CUDA)")
             elif isinstance(n, ast.keyword) and n.arg == "backend" and isinstance(n.value, ast.Constant) \
                     and n.value.value == "inductor":
                 # TorchNeuron compiles through its own backend, not Inductor (torchtitan test_compile_moe.py)
