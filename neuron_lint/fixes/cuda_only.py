@@ -101,7 +101,7 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
     qual = (ctx.qualname(func) or "").split(".")
     name = ".".join(written)
     if qual[:2] == ["torch", "_C"] and len(qual) == 3 and qual[2].startswith("_cuda"):
-        return f"`{name}`, a private CUDA binding (a torch built without CUDA, as for Neuron, has none)"
+        return f"`{name}`, a private CUDA binding (missing, or about CUDA only, in a torch built without CUDA)"
     if written[0] in _extension_names(ctx):
         return f"`{name}`, a compiled extension"
     if qual[:2] == ["torch", "ops"] and len(qual) > 3 and qual[2] not in ("aten", "prims", "quantized"):
