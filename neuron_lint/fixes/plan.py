@@ -348,46 +348,16 @@ class PlanContext:
                 applicability: str | None = None, fixer: str | None = None) -> Fix:
         """A plan: replace the LibCST node of class ``kind`` at ``node``'s span, with ``data``
         (rewritten by the rule's fixer, or by ``fixer`` when one rule's site is another's rewrite)."""
-        if hit.rule.category == "legacy-xla" and not self.neuron:
-            from .native_neuron import native_neuron_evidence
+        from .withheld import withheld
 
-            evidence = native_neuron_evidence(self.path)
-            if evidence:
-                self.note(hit, f"not rewritten: this project already reaches Trainium natively ({evidence}), so its "
-                               "torch_xla code serves other XLA devices (TPU) and stays; fix with `--device neuron` "
-                               "if it is meant for Trainium")
-                return None
-        fallback = without_accelerator(self, node)
-        if fallback:
-            self.note(hit, f"not rewritten: it is the fallback for a PyTorch without `torch.accelerator` (the test on "
-                           f"line {fallback}); written with `torch.accelerator` it would fail exactly there")
+        why = withheld(self, hit, node)
+        if why:
+            self.note(hit, why)
             return None
         target = (*self.span(node), kind)
         items = tuple(sorted((k, _frozen(v)) for k, v in (data or {}).items()))
         safety = Applicability(applicability or hit.rule.fix.safety).value
         return Fix(safety, (), message, fixer or hit.rule.fix.fixer, target, items)
-
-
-def without_accelerator(ctx: PlanContext, node: ast.AST) -> int:
-    """The line of a ``hasattr(torch, "accelerator")`` test whose branch for a PyTorch without
-    ``torch.accelerator`` holds ``node`` (diffusers' ``... if hasattr(torch, "accelerator") else
-    torch.cuda.current_device()``), or 0."""
-    child = node
-    for p in ctx.ancestors(node):
-        if isinstance(p, (ast.IfExp, ast.If)):
-            test, negated = p.test, False
-            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, negated = test.operand, True
-            if (isinstance(test, ast.Call) and getattr(test.func, "id", "") == "hasattr" and len(test.args) == 2
-                    and ctx.qualname(test.args[0]) == "torch" and is_str(test.args[1], "accelerator")):
-                branch = p.body if negated else p.orelse
-                inside = child is branch or (isinstance(branch, list) and any(s is child for s in branch))
-                if inside:
-                    return p.lineno
-        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            return 0
-        child = p
-    return 0
 
 
 def _frozen(value):

@@ -28,6 +28,9 @@ from ..device_choice import device_data, runs_at_import
 from ..device_literal import plan_device_type
 
 _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
+_KWARGS_NOTE = ("not rewritten: the call passes `**kwargs`, which may hold `enabled`; the rewrite has to pass "
+                "`enabled=<device type> != \"cpu\"` (the CUDA object is off on a host without CUDA, the CPU one "
+                "would not be), so write it by hand")
 _APIS = {
     "torch.cuda.amp.autocast": "autocast",
     "torch.cuda.amp.autocast_mode.autocast": "autocast",
@@ -150,7 +153,8 @@ def _with_the_call(ctx, hit, fix):
     if not (scaler or name.rsplit(".", 1)[-1] == "autocast"):
         return fix
     if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
-        return fix
+        ctx.note(hit, _KWARGS_NOTE)
+        return None
     where = ["keyword", parent.arg] if isinstance(parent, ast.keyword) else ["position", call.args.index(hit.node)]
     return ctx.propose(hit, call, "Call", fix.message, {"mode": "literal_call", "literal": data, "where": where,
                                                         "enabled_at": 5 if scaler else 2},
@@ -188,6 +192,9 @@ class Amp:
             ctx.note(hit, "not rewritten: the call unpacks `*args`, whose order the new API does not share")
             return None
         if api == "autocast" and len(call.args) > len(_AUTOCAST_POSITIONAL):
+            return None
+        if api in ("autocast", "GradScaler") and any(k.arg is None for k in call.keywords):
+            ctx.note(hit, _KWARGS_NOTE)
             return None
         data = device_data(ctx, hit, call)
         if data is None:
