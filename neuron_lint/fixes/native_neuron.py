@@ -46,7 +46,9 @@ def project_root(path: str) -> str | None:
 
 def native_neuron_evidence(path: str) -> str:
     """``"file:line (text)"`` of the first native-Neuron code in ``path``'s project, or ``""``."""
-    root = project_root(path) if path and not path.startswith("<") else None
+    if not path or path.startswith("<") or not os.path.isfile(path):
+        return ""  # text that is not a file of a project (stdin, a test's snippet)
+    root = project_root(path)
     return _scan(root) if root else ""
 
 
@@ -69,8 +71,10 @@ def _scan(root: str) -> str:
                     data = f.read()
             except OSError:
                 continue
-            m = _EVIDENCE.search(data)
-            if m:
+            for m in _EVIDENCE.finditer(data):
+                start = data.rfind(b"\n", 0, m.start()) + 1
+                if b"#" in data[start:m.start()]:
+                    continue  # in a comment
                 line = data.count(b"\n", 0, m.start()) + 1
                 rel = os.path.relpath(full, root)
                 return f"`{m.group().decode()}` in {rel}:{line}"
