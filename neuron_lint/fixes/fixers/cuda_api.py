@@ -83,7 +83,7 @@ def _args_fit(call: ast.Call | None, form: str) -> bool:
 
 def _duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
     """The statement to remove when ``torch.cuda.manual_seed(_all)(s)`` sits next to
-    ``torch.manual_seed(s)`` (within two statements): the call's own, or, when it is all an
+    ``torch.manual_seed(s)`` (within three statements): the call's own, or, when it is all an
     ``if torch.cuda.is_available():`` does (fairseq's ``set_torch_seed``), that ``if``."""
     stmt = ctx.parent(call)
     if not (isinstance(stmt, ast.Expr) and stmt.value is call and len(call.args) == 1 and not call.keywords):
@@ -97,10 +97,11 @@ def _duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
         return None
     i = next(j for j, s in enumerate(block) if s is stmt)
     seed = ast.dump(call.args[0])
-    for j in range(max(0, i - 2), min(len(block), i + 3)):
+    for j in range(max(0, i - 3), min(len(block), i + 4)):
         other = block[j]
         v = getattr(other, "value", None)
-        if (j != i and isinstance(other, ast.Expr) and isinstance(v, ast.Call) and ctx.qualname(v.func) == "torch.manual_seed"
+        if (j != i and isinstance(other, ast.Expr) and isinstance(v, ast.Call)
+                and ctx.qualname(v.func) in ("torch.manual_seed", "torch.random.manual_seed")
                 and len(v.args) == 1 and ast.dump(v.args[0]) == seed):
             return stmt
     return None
