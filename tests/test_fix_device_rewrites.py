@@ -784,7 +784,7 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
 
 
         if __name__ == "__main__":
-            print(info())
+            print(info(), torch.zeros(2).cuda())
     """
     sub = tmp_path / "pkg" / "utils"
     sub.mkdir(parents=True)
@@ -792,6 +792,8 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     (sub / "__init__.py").write_text("")
     inside = fix_all(src, str(sub / "collect_env.py"))
     assert "def _current_device():" in inside and "DEVICE = (" not in inside, inside
+    # the `__main__` block runs only when the module is run: it asks the helper then
+    assert "print(info(), torch.zeros(2).to(_current_device()))" in inside, inside
     tools = tmp_path / "tools"  # detectron2's tools/ has an __init__.py: its scripts stay scripts
     tools.mkdir()
     (tools / "__init__.py").write_text("")

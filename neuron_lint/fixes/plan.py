@@ -167,6 +167,11 @@ class PlanContext:
         return not any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
                        for p in self.ancestors(node))
 
+    def under_main_guard(self, node: ast.AST) -> bool:
+        """Is ``node`` in the module's ``if __name__ == "__main__":`` (run, never imported)?"""
+        return any(isinstance(p, ast.If) and is_main_guard(p) and isinstance(self.parent(p), ast.Module)
+                   and node.lineno > p.test.end_lineno for p in self.ancestors(node))
+
     def block_of(self, stmt: ast.stmt) -> list | None:
         """The statement list (body, else or finally block) holding ``stmt``."""
         parent = self.parent(stmt)
@@ -318,7 +323,7 @@ class PlanContext:
             if module_level:
                 return {}, f"the module already uses the name {DEVICE_VAR} for something else"
             # the name DEVICE is taken (a class attribute, a local...): a function gives the device instead
-        if module_level:
+        if module_level and not self.under_main_guard(node):
             return {}, ("a library module would probe the device when it is imported; "
                         "pass the device in, or choose it inside a function")
         if self.bound.get(DEVICE_HELPER, 0) and not self.has_device_helper:
