@@ -171,10 +171,55 @@ def _cuda_sites(ctx, nodes, guard=None) -> list:
     return sites
 
 
+_OTHER_DEVICES = re.compile(r"(?<![a-z])(xpu|npu|mps|hpu|mlu|musa|sdaa|neuron[a-z]*|tpu|xla|privateuse1)(?![a-z])",
+                            re.IGNORECASE)
+_DEVICE_NAME = re.compile(r"(cpu|cuda|mps|xpu|npu|hpu|mlu|musa|neuron|xla|meta)(:\d+)?")
+
+
+def _picks_a_device(ctx, body) -> bool:
+    """``device = torch.device("mps")`` / ``device = "mps"``: a branch that only names its device,
+    which the current accelerator names just as well (the same device on that machine)."""
+    for stmt in body:
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.device" and len(value.args) == 1:
+            value = value.args[0]
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, str)
+                and _DEVICE_NAME.fullmatch(value.value)):
+            return False
+    return bool(body)
+
+
+def _later_device_branch(ctx, call) -> int:
+    """The line of a later ``elif`` of the chain whose test ``call`` is in that tests another
+    device and does more than name it (accelerate's ``elif is_xpu_available(): ... MULTI_XPU``,
+    and its Neuron branch after it), or 0: a device-agnostic test here would take
+    that branch's place."""
+    node = call
+    for p in ctx.ancestors(call):
+        if isinstance(p, ast.If):
+            if p.test is not node and not (isinstance(p.test, ast.BoolOp) and any(v is node for v in p.test.values)):
+                return 0
+            arm = p
+            while len(arm.orelse) == 1 and isinstance(arm.orelse[0], ast.If):
+                arm = arm.orelse[0]
+                tests = [ctx.segment(n.func) for n in ast.walk(arm.test) if isinstance(n, ast.Call)]
+                if any("available" in t and _OTHER_DEVICES.search(t) for t in tests) and not _picks_a_device(ctx, arm.body):
+                    return arm.lineno
+            return 0
+        if not isinstance(p, (ast.BoolOp, ast.UnaryOp)):
+            return 0
+        node = p
+    return 0
+
+
 def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[list | None, str]:
     """The spans of the CUDA-specific sites a guard decides (``[]``: none), or (None, why not)."""
     if call is None:
         return None, "`torch.cuda.is_available` is not called here"
+    later = _later_device_branch(ctx, call)
+    if later:
+        return None, (f"a later branch of this `if` (line {later}) handles another device; a device-agnostic "
+                      "test here would take that branch's place there")
     nodes, why = _region_nodes(ctx, call, negated=negated)
     if nodes is None:
         return None, why

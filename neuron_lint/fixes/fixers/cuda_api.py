@@ -139,58 +139,10 @@ def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
 _FLIPPED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
 
 
-_OTHER_DEVICES = re.compile(r"(?<![a-z])(xpu|npu|mps|hpu|mlu|musa|sdaa|neuron[a-z]*|tpu|xla|privateuse1)(?![a-z])",
-                            re.IGNORECASE)
-
-
-_DEVICE_NAME = re.compile(r"(cpu|cuda|mps|xpu|npu|hpu|mlu|musa|neuron|xla|meta)(:\d+)?")
-
-
-def _picks_a_device(ctx, body) -> bool:
-    """``device = torch.device("mps")`` / ``device = "mps"``: a branch that only names its device,
-    which the current accelerator names just as well (the same device on that machine)."""
-    for stmt in body:
-        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
-        if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.device" and len(value.args) == 1:
-            value = value.args[0]
-        if not (isinstance(value, ast.Constant) and isinstance(value.value, str)
-                and _DEVICE_NAME.fullmatch(value.value)):
-            return False
-    return bool(body)
-
-
-def _later_device_branch(ctx, call) -> int:
-    """The line of a later ``elif`` of the chain whose test ``call`` is in that tests another
-    device and does more than name it (accelerate's ``elif is_xpu_available(): ... MULTI_XPU``,
-    and its Neuron branch after it), or 0: a device-agnostic test here would take
-    that branch's place."""
-    node = call
-    for p in ctx.ancestors(call):
-        if isinstance(p, ast.If):
-            if p.test is not node and not (isinstance(p.test, ast.BoolOp) and any(v is node for v in p.test.values)):
-                return 0
-            arm = p
-            while len(arm.orelse) == 1 and isinstance(arm.orelse[0], ast.If):
-                arm = arm.orelse[0]
-                tests = [ctx.segment(n.func) for n in ast.walk(arm.test) if isinstance(n, ast.Call)]
-                if any("available" in t and _OTHER_DEVICES.search(t) for t in tests) and not _picks_a_device(ctx, arm.body):
-                    return arm.lineno
-            return 0
-        if not isinstance(p, (ast.BoolOp, ast.UnaryOp)):
-            return 0
-        node = p
-    return 0
-
-
 def _as_guard(ctx, hit, call, target: str, data: dict, negated: bool = False) -> tuple[bool, object]:
     """A device test (``is_available()``, a device count compared with a number) is rewritten only
     with everything it decides: ``(True, plan or None)`` when that settles it, else ``(False, None)``
     with the decided region put in ``data``."""
-    later = _later_device_branch(ctx, call)
-    if later:
-        ctx.note(hit, f"not rewritten: a later branch of this `if` (line {later}) handles another device; "
-                      "`torch.accelerator.is_available()` here would take that branch's place there")
-        return True, None
     region, why = decided_region(ctx, call, negated=negated)
     if region is None:
         ctx.note(hit, f"not rewritten: {why}")
