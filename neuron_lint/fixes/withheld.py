@@ -2,7 +2,8 @@
 
 - legacy-XLA code in a project that already reaches Trainium natively (:mod:`.native_neuron`);
 - the fallback for a PyTorch without ``torch.accelerator`` (``hasattr(torch, "accelerator")``);
-- the branch of a torch version test meant for older releases.
+- the branch of a torch version test meant for older releases, and the ``except AttributeError``
+  (``ImportError``...) fallback of a ``try`` that uses a torch API.
 """
 
 from __future__ import annotations
@@ -30,7 +31,33 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     if older:
         return (f"not rewritten: it is the branch for an older PyTorch (the version test on line {older}); "
                 "the device-agnostic APIs a fix writes may not exist there")
+    fallback = api_fallback(ctx, node)
+    if fallback:
+        return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
+                "uses; the device-agnostic APIs a fix writes may not exist there either")
     return ""
+
+
+_MISSING_API = {"AttributeError", "ImportError", "ModuleNotFoundError", "NameError"}
+
+
+def api_fallback(ctx, node: ast.AST) -> int:
+    """The line of a ``try`` that uses a torch API and falls back, in an ``except AttributeError``
+    (or ``ImportError``...) handler holding ``node``, to something older (timm's ``NativeScaler``:
+    ``try: torch.amp.GradScaler(device=...) except (AttributeError, TypeError):
+    torch.cuda.amp.GradScaler()``), or 0."""
+    for p in ctx.ancestors(node):
+        if isinstance(p, ast.ExceptHandler):
+            caught = p.type.elts if isinstance(p.type, ast.Tuple) else [p.type] if p.type is not None else []
+            if any(isinstance(c, ast.Name) and c.id in _MISSING_API for c in caught):
+                tried = ctx.parent(p)
+                if isinstance(tried, ast.Try) and any(
+                        isinstance(n, ast.Attribute) and (ctx.qualname(n) or "").startswith("torch.")
+                        for stmt in tried.body for n in ast.walk(stmt)):
+                    return tried.lineno
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return 0
+    return 0
 
 
 def without_accelerator(ctx, node: ast.AST) -> int:
