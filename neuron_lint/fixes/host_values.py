@@ -233,3 +233,29 @@ def _returned_to_a_device(ctx, ret: ast.Return, seen: set, depth: int) -> bool:
     calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id == func.name]
     return any(_flows_to_a_device(ctx, c, seen, depth + 1) for c in calls)
+
+
+def host_origin(ctx, expr: ast.AST) -> ast.Call | None:
+    """The float64 tensor factory kept on the host (:func:`host_factory`) that ``expr`` is computed
+    from, through the names assigned in its function (timm's ``distances = (choice_positions -
+    center).abs()`` from ``choice_positions = torch.arange(..., dtype=torch.float64)``), or None."""
+    scope = ctx.enclosing_function(expr) or ctx.tree
+    assigned: dict[str, list[ast.AST]] = {}
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            assigned.setdefault(n.targets[0].id, []).append(n.value)
+    todo, seen = [expr], set()
+    while todo and len(seen) < 32:
+        value = todo.pop()
+        for n in ast.walk(value):
+            if isinstance(n, ast.Call) and _is_float64_factory(n) and host_factory(ctx, n):
+                return n
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in seen:
+                seen.add(n.id)
+                todo.extend(assigned.get(n.id, ()))
+    return None
+
+
+def _is_float64_factory(call: ast.Call) -> bool:
+    return any(k.arg == "dtype" and (getattr(k.value, "attr", None) in ("float64", "double")) for k in call.keywords)
+

@@ -29,6 +29,7 @@ from ..host_values import (
     callee_name,
     dtype_like,
     host_factory,
+    host_origin,
     host_receiver,
     host_result,
     module_moves_tensors,
@@ -179,6 +180,10 @@ def why_float64_stays(ctx, hit, node) -> str:
             source = host_receiver(ctx, call)
             if source:
                 return f"the tensor comes from `{source}(...)`: it is on the host, where float64 is exact"
+            made = host_origin(ctx, call.func.value) if isinstance(call.func, ast.Attribute) else None
+            if made is not None:
+                return (f"the tensor is computed from the float64 one made on the host on line {made.lineno}, which "
+                        "stays float64 (rewriting only this one would mix dtypes)")
         if host_factory(ctx, call):
             return ("the tensor is made without a device and nothing here moves it to one: "
                     "it stays on the CPU, where float64 is exact")

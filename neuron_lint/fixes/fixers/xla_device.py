@@ -56,6 +56,14 @@ class XlaDevice:
             return None
         if isinstance(parent, ast.Compare) or (isinstance(parent, (ast.Tuple, ast.List, ast.Set)) and isinstance(ctx.parent(parent), ast.Compare)):
             return ctx.propose(hit, node, "SimpleString", "Compare with the native device type `neuron`", {"mode": "neuron"})
+        if isinstance(parent, ast.arguments):
+            ctx.note(hit, "not rewritten: a default value is computed when the function is defined (at import); "
+                          "write `device=None` and choose the device in the body")
+            return None
+        if not _names_the_device_to_use(ctx, node):
+            ctx.note(hit, "not rewritten: here `\"xla\"` is one device type among others (an element, an argument), "
+                          "not the device the code runs on; the current device's type would change its meaning")
+            return None
         data = ctx.device_or_note(hit, node)
         if data is None:
             return None
@@ -77,6 +85,29 @@ class XlaDevice:
         if data.get("device") == "neuron":
             return cst.Call(func=rx.dotted("torch.device", original), args=[cst.Arg(string("neuron"))])
         return rx.device(original, data)
+
+
+def _device_word(name: str | None) -> bool:
+    return bool(name) and "device" in name.lower()
+
+
+def _names_the_device_to_use(ctx, node) -> bool:
+    """Is the ``"xla"`` at ``node`` the device the code runs on: ``torch.device("xla")``,
+    ``x.to("xla")``, ``device="xla"``, ``device = "xla"``, or a branch of
+    ``"xla" if ... else "cpu"`` used so? (Not an element of a list of device types, timm's
+    ``capturable_supported_devices.append("xla")``.)"""
+    parent = ctx.parent(node)
+    while isinstance(parent, ast.IfExp) and node is not parent.test:
+        node, parent = parent, ctx.parent(parent)
+    if isinstance(parent, ast.keyword):
+        return _device_word(parent.arg)
+    if isinstance(parent, ast.Call) and node in parent.args:
+        func = parent.func
+        return ctx.qualname(func) == "torch.device" or (isinstance(func, ast.Attribute) and func.attr == "to")
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        return all(_device_word(t.id if isinstance(t, ast.Name) else getattr(t, "attr", None)) for t in targets)
+    return False
 
 
 FIXER = XlaDevice()
