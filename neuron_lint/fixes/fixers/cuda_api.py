@@ -36,6 +36,13 @@ _SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
 _GUARD_WORDS = re.compile(r"is_available|cuda|device")
 
 
+def _tests_the_device(ctx, node) -> bool:
+    """Does the test ``node`` ask about the device (``torch.cuda.is_available()``, ``args.cuda``,
+    ``device.type == ...``)? ``torch.version.cuda`` asks about the build: true on a CUDA build of a
+    CPU-only host, false on Trainium's."""
+    return bool(_GUARD_WORDS.search(ctx.segment(node).replace("version.cuda", "")))
+
+
 def _guarded(ctx, node) -> bool:
     """Is ``node`` in the body of an ``if`` (or the true arm of ``... if ... else``, or after an
     ``and``) that tests the device?"""
@@ -43,11 +50,11 @@ def _guarded(ctx, node) -> bool:
     for p in ctx.ancestors(node):
         if isinstance(p, ast.BoolOp) and isinstance(p.op, ast.And):
             earlier = p.values[: next((i for i, v in enumerate(p.values) if v is child), 0)]
-            if any(_GUARD_WORDS.search(ctx.segment(v)) for v in earlier):
+            if any(_tests_the_device(ctx, v) for v in earlier):
                 return True
-        if isinstance(p, ast.If) and any(s is child for s in p.body) and _GUARD_WORDS.search(ctx.segment(p.test)):
+        if isinstance(p, ast.If) and any(s is child for s in p.body) and _tests_the_device(ctx, p.test):
             return True
-        if isinstance(p, ast.IfExp) and p.body is child and _GUARD_WORDS.search(ctx.segment(p.test)):
+        if isinstance(p, ast.IfExp) and p.body is child and _tests_the_device(ctx, p.test):
             return True
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return False
