@@ -84,6 +84,26 @@ def _queried_gpu(ctx, node) -> ast.Call | None:
     return None
 
 
+def _default_for_amp(ctx, node) -> ast.Call | None:
+    """The ``GradScaler``/``autocast`` call a parameter defaulting to ``node`` is given to in its
+    function (timm's ``NativeScaler(device='cuda')``: ``torch.amp.GradScaler(device=device)``), or None."""
+    params = ctx.parent(node)
+    if not isinstance(params, ast.arguments):
+        return None
+    fn = ctx.parent(params)
+    positional = [*params.posonlyargs, *params.args]
+    named = [a.arg for a, d in zip(positional[len(positional) - len(params.defaults):], params.defaults) if d is node]
+    named += [a.arg for a, d in zip(params.kwonlyargs, params.kw_defaults) if d is node]
+    if not named or not hasattr(fn, "body"):
+        return None
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and (short(ctx, n.func).rsplit(".", 1)[-1] in ("GradScaler", "autocast")):
+            values = [*n.args, *(k.value for k in n.keywords)]
+            if any(isinstance(v, ast.Name) and v.id == named[0] for v in values):
+                return n
+    return None
+
+
 def plan_literal(ctx, hit, node, message: str = "Use the current accelerator instead of CUDA"):
     """Plan the rewrite of one CUDA device literal (shared by NRN202, NRN205 and NRN206)."""
     kind = literal_kind(node)
@@ -101,6 +121,12 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
     if query is not None:
         ctx.note(hit, f"not rewritten: it names the GPU that `{short(ctx, query.func)}` asks about, and that "
                       "question stays CUDA-only (NRN204)")
+        return None
+    amp = _default_for_amp(ctx, node)
+    if amp is not None and not ctx.neuron:
+        ctx.note(hit, f"not rewritten: the parameter goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which "
+                      "switches itself off on a host without CUDA; with the current device type it would run on "
+                      "the CPU there. Pass `enabled=<device type> != \"cpu\"` to it, then rewrite the default")
         return None
     # the module's own device variable: its definition becomes the idiom
     if not ctx.neuron and ctx.in_device_definition(node):
