@@ -24,19 +24,14 @@ def runs_at_import(ctx, node) -> bool:
     """Does the code at ``node`` run when the module is imported? (Module level, a class body, a
     default value, a decorator: everything not inside a function body, nor under the module's
     ``if __name__ == "__main__":``, which runs only when the module is run.)"""
-    from .module_kind import is_main_guard
-
     child = node
     for p in ctx.ancestors(node):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(child is s for s in p.body):
             return False
         if isinstance(p, ast.Lambda) and child is p.body:
             return False
-        if isinstance(p, ast.If) and is_main_guard(p) and any(child is s for s in p.body) \
-                and isinstance(ctx.parent(p), ast.Module):
-            return False
         child = p
-    return True
+    return not ctx.under_main_guard(node)
 
 
 _LIBRARY_WHY = ("this runs when the module is imported (a default value, a decorator or a class body), and a "

@@ -195,8 +195,8 @@ def _flows_to_a_device(ctx, node: ast.AST, seen: set, depth: int) -> bool:
     if _narrowed(ctx, node):
         return False
     parent = ctx.parent(node)
-    if isinstance(parent, ast.Call) and node in parent.args and _local_lambda(ctx, parent) is not None:
-        helper = _local_lambda(ctx, parent)
+    helper = _local_lambda(ctx, parent) if isinstance(parent, ast.Call) and node in parent.args else None
+    if helper is not None:
         params = [a.arg for a in helper.args.args]
         index = parent.args.index(node)
         if index >= len(params):
@@ -248,14 +248,9 @@ def host_origin(ctx, expr: ast.AST) -> ast.Call | None:
     while todo and len(seen) < 32:
         value = todo.pop()
         for n in ast.walk(value):
-            if isinstance(n, ast.Call) and _is_float64_factory(n) and host_factory(ctx, n):
+            if isinstance(n, ast.Call) and _is_float64_dtype(n) and host_factory(ctx, n):
                 return n
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in seen:
                 seen.add(n.id)
                 todo.extend(assigned.get(n.id, ()))
     return None
-
-
-def _is_float64_factory(call: ast.Call) -> bool:
-    return any(k.arg == "dtype" and (getattr(k.value, "attr", None) in ("float64", "double")) for k in call.keywords)
-

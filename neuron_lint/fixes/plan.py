@@ -168,9 +168,13 @@ class PlanContext:
                        for p in self.ancestors(node))
 
     def under_main_guard(self, node: ast.AST) -> bool:
-        """Is ``node`` in the module's ``if __name__ == "__main__":`` (run, never imported)?"""
-        return any(isinstance(p, ast.If) and is_main_guard(p) and isinstance(self.parent(p), ast.Module)
-                   and node.lineno > p.test.end_lineno for p in self.ancestors(node))
+        """Is ``node`` in the body of the module's ``if __name__ == "__main__":`` (run, never imported)?"""
+        child = node
+        for p in self.ancestors(node):
+            if isinstance(p, ast.If) and is_main_guard(p) and isinstance(self.parent(p), ast.Module):
+                return any(child is s for s in p.body)
+            child = p
+        return False
 
     def block_of(self, stmt: ast.stmt) -> list | None:
         """The statement list (body, else or finally block) holding ``stmt``."""

@@ -1,9 +1,9 @@
 """Where no fix may be planned, whatever the fixer: the reasons :meth:`PlanContext.propose` checks.
 
 - legacy-XLA code in a project that already reaches Trainium natively (:mod:`.native_neuron`);
-- the fallback for a PyTorch without ``torch.accelerator`` (``hasattr(torch, "accelerator")``);
-- the branch of a torch version test meant for older releases, and the ``except AttributeError``
-  (``ImportError``...) fallback of a ``try`` that uses a torch API.
+- the branch of a torch version test (or of ``hasattr(torch, "accelerator")``) meant for older
+  releases, and the ``except AttributeError`` (``ImportError``...) fallback of a ``try`` that uses
+  a torch API.
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ def withheld(ctx, hit, node: ast.AST) -> str:
             return (f"not rewritten: this project already reaches Trainium natively ({evidence}), so its "
                     "torch_xla code serves other XLA devices (TPU) and stays; fix with `--device neuron` "
                     "if it is meant for Trainium")
-    fallback = without_accelerator(ctx, node)
-    if fallback:
-        return (f"not rewritten: it is the fallback for a PyTorch without `torch.accelerator` (the test on "
-                f"line {fallback}); written with `torch.accelerator` it would fail exactly there")
     older = older_torch_branch(ctx, node)
-    if older:
-        return (f"not rewritten: it is the branch for an older PyTorch (the version test on line {older}); "
+    if older is not None and _asks_for_accelerator(ctx, older.test):
+        return (f"not rewritten: it is the fallback for a PyTorch without `torch.accelerator` (the test on "
+                f"line {older.lineno}); written with `torch.accelerator` it would fail exactly there")
+    if older is not None:
+        return (f"not rewritten: it is the branch for an older PyTorch (the version test on line {older.lineno}); "
                 "the device-agnostic APIs a fix writes may not exist there")
     fallback = api_fallback(ctx, node)
     if fallback:
@@ -60,28 +59,6 @@ def api_fallback(ctx, node: ast.AST) -> int:
     return 0
 
 
-def without_accelerator(ctx, node: ast.AST) -> int:
-    """The line of a ``hasattr(torch, "accelerator")`` test whose branch for a PyTorch without
-    ``torch.accelerator`` holds ``node`` (diffusers' ``... if hasattr(torch, "accelerator") else
-    torch.cuda.current_device()``), or 0."""
-    child = node
-    for p in ctx.ancestors(node):
-        if isinstance(p, (ast.IfExp, ast.If)):
-            test, negated = p.test, False
-            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, negated = test.operand, True
-            if (isinstance(test, ast.Call) and getattr(test.func, "id", "") == "hasattr" and len(test.args) == 2
-                    and ctx.qualname(test.args[0]) == "torch" and is_str(test.args[1], "accelerator")):
-                branch = p.body if negated else p.orelse
-                inside = child is branch or (isinstance(branch, list) and any(s is child for s in branch))
-                if inside:
-                    return p.lineno
-        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            return 0
-        child = p
-    return 0
-
-
 _NEWER = {">=": True, ">": True, "<": False, "<=": False}
 _NEWER_OPS = {ast.GtE: True, ast.Gt: True, ast.Lt: False, ast.LtE: False}
 
@@ -93,6 +70,8 @@ def _newer_when_true(ctx, test: ast.AST) -> bool | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _newer_when_true(ctx, test.operand)
         return None if inner is None else not inner
+    if _asks_for_accelerator(ctx, test):
+        return True
     if isinstance(test, ast.Call) and test.args and is_str(test.args[0], *_NEWER):
         name = test.func.attr if isinstance(test.func, ast.Attribute) else getattr(test.func, "id", "")
         if "torch" in name.lower() and "version" in name.lower():
@@ -105,10 +84,19 @@ def _newer_when_true(ctx, test: ast.AST) -> bool | None:
     return None
 
 
-def older_torch_branch(ctx, node: ast.AST) -> int:
-    """The line of a torch version test whose branch for older releases holds ``node``
-    (accelerate's ``if is_torch_version(">=", "2.3"): ... else: torch.cuda.amp.GradScaler(...)``),
-    or 0."""
+def _asks_for_accelerator(ctx, test: ast.AST) -> bool:
+    """``hasattr(torch, "accelerator")`` (``not`` aside)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return (isinstance(test, ast.Call) and getattr(test.func, "id", "") == "hasattr" and len(test.args) == 2
+            and ctx.qualname(test.args[0]) == "torch" and is_str(test.args[1], "accelerator"))
+
+
+def older_torch_branch(ctx, node: ast.AST) -> ast.If | ast.IfExp | None:
+    """The test of torch's version or of ``hasattr(torch, "accelerator")`` whose branch for older
+    releases holds ``node`` (accelerate's ``if is_torch_version(">=", "2.3"): ... else:
+    torch.cuda.amp.GradScaler(...)``, diffusers' ``... if hasattr(torch, "accelerator") else
+    torch.cuda.current_device()``), or None."""
     child = node
     for p in ctx.ancestors(node):
         if isinstance(p, (ast.If, ast.IfExp)):
@@ -116,8 +104,8 @@ def older_torch_branch(ctx, node: ast.AST) -> int:
             if newer is not None and child is not p.test:
                 branch = p.orelse if newer else p.body
                 if child is branch or (isinstance(branch, list) and any(s is child for s in branch)):
-                    return p.lineno
+                    return p
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            return 0
+            return None
         child = p
-    return 0
+    return None
