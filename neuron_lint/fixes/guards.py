@@ -53,6 +53,9 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
         elif isinstance(parent, ast.IfExp) and parent.test is child:
             return region + [parent.orelse if negated else parent.body], ""
         elif isinstance(parent, ast.Assert):
+            if _checks_requested_cuda(ctx, parent):
+                return None, ("it checks that the CUDA device the caller asked for is there, which is the right "
+                              "check on every machine (a `neuron` or `cpu` request skips it)")
             return region, ""
         elif isinstance(parent, ast.keyword) and parent.arg in HARMLESS_KEYWORDS:
             return region, ""
@@ -73,6 +76,20 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
             return None, "neuron-lint cannot see what its value decides"
         child, parent = parent, ctx.parent(parent)
     return None, "neuron-lint cannot see what its value decides"
+
+
+def _checks_requested_cuda(ctx, check: ast.Assert) -> bool:
+    """``if device_type == "cuda": assert torch.cuda.is_available(), ...``: the assert is all the
+    branch does, and the branch is taken only when the caller asked for CUDA by name."""
+    branch = ctx.parent(check)
+    if not (isinstance(branch, ast.If) and check in branch.body and not branch.orelse):
+        return False
+    if not all(isinstance(stmt, ast.Assert) for stmt in branch.body):
+        return False
+    test = branch.test
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and any(isinstance(side, ast.Constant) and side.value == "cuda"
+                    for side in (test.left, *test.comparators)))
 
 
 def _only_stops(body) -> bool:
