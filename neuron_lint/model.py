@@ -119,6 +119,7 @@ class Finding:
             "location": {"row": self.line, "column": self.col},
             "end_location": {"row": self.end_line, "column": self.end_col},
             "fix": self.fix.to_dict() if self.fix else None,
+            "fix_note": self.fix_note or None,
         }
 
 

@@ -51,6 +51,24 @@ def test_json_follows_the_documented_schema(cli, project):
     assert fix["edits"][0]["content"] == "" and fix["edits"][0]["location"]["row"] == 4
 
 
+def test_json_and_sarif_say_why_a_finding_has_no_fix(cli, tmp_path):
+    # a guard left because the code it guards stays CUDA-only: `full` shows a note, and so must the
+    # machine formats, or a CI script cannot tell "no fix exists" from "neuron-lint declined"
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "if torch.cuda.is_available():\n"
+        "    torch.cuda.nvtx.range_push('step')\n"
+    )
+    data = json.loads(cli("check", ".", "--output-format", "json", cwd=tmp_path).stdout)
+    guard = next(d for d in data if d["location"]["row"] == 2)
+    assert guard["fix"] is None and guard["fix_note"].startswith("not rewritten:")
+    assert "torch.cuda.nvtx" in guard["fix_note"]
+    sarif = json.loads(cli("check", ".", "--output-format", "sarif", cwd=tmp_path).stdout)
+    result = next(r for r in sarif["runs"][0]["results"] if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 2)
+    assert result["properties"]["fixNote"] == guard["fix_note"]
+    assert next(d for d in data if d["location"]["row"] == 3)["fix_note"] is None  # nothing to say there
+
+
 def test_json_with_no_findings_is_an_empty_array(cli, project):
     r = cli("check", "clean.py", "--output-format", "json", cwd=project)
     assert r.returncode == 0 and json.loads(r.stdout) == []

@@ -34,6 +34,7 @@ def error_dict(error: FileError) -> dict:
         "location": position,
         "end_location": dict(position),
         "fix": None,
+        "fix_note": None,
     }
 
 

@@ -98,6 +98,8 @@ def _result(f: Finding, index: dict[str, int]) -> dict:
             }],
         }]
         out["properties"] = {"applicability": f.fix.applicability}
+    if f.fix_note:  # why no fix is offered (or what the fix leaves)
+        out.setdefault("properties", {})["fixNote"] = f.fix_note
     return out
 
 
