@@ -3,7 +3,9 @@
 - legacy-XLA code in a project that already reaches Trainium natively (:mod:`.native_neuron`);
 - the branch of a torch version test (or of ``hasattr(torch, "accelerator")``) meant for older
   releases, and the ``except AttributeError`` (``ImportError``...) fallback of a ``try`` that uses
-  a torch API.
+  a torch API;
+- in a test module, a CUDA availability check or device count (a skip, a device list, a world
+  size): it decides whether and where tests run (:func:`test_gate`).
 """
 
 from __future__ import annotations
@@ -30,10 +32,38 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     if older is not None:
         return (f"not rewritten: it is the branch for an older PyTorch (the version test on line {older.lineno}); "
                 "the device-agnostic APIs a fix writes may not exist there")
+    gate = test_gate(ctx, node)
+    if gate:
+        return (f"not rewritten: in a test module `{gate}` decides whether (and on which device) tests run. "
+                "Rewritten, CUDA-only tests would run on Trainium, and what they need (kernels, Inductor, "
+                "CUDA graphs, the project's compiled operators) is mostly out of sight; decide by hand which "
+                "tests Trainium runs")
     fallback = api_fallback(ctx, node)
     if fallback:
         return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
                 "uses; the device-agnostic APIs a fix writes may not exist there either")
+    return ""
+
+
+#: The CUDA checks that decide, in a test module, which tests run on the GPU.
+_GATES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
+
+
+def test_gate(ctx, node: ast.AST) -> str:
+    """The CUDA availability check or device count (as written) that a fix at ``node`` would
+    rewrite in a test module, or ``""``.
+
+    Reviewing the fixed tests of torchtitan and detectron2 showed CUDA skips widened to
+    ``torch.accelerator`` in front of Triton custom operators, Inductor, CUDA graphs, gloo process
+    groups and the project's own compiled operators, none of which a neuron tensor can use. The
+    decided code is mostly in other modules, so the check stays as it is."""
+    from .device_choice import is_test_file
+
+    if not is_test_file(ctx):
+        return ""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES:
+            return ctx.segment(n) or ctx.qualname(n)
     return ""
 
 
