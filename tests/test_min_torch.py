@@ -112,6 +112,24 @@ def test_the_project_root_is_the_nearest_folder_with_a_manifest(tmp_path):
     assert project_min_torch(tmp_path) == ("2.13", "", "")  # a broken manifest declares nothing (check reports it)
 
 
+def test_a_manifest_that_does_not_bound_torch_leaves_the_bound_to_the_folders_above(tmp_path):
+    # diffusers: examples/dreambooth/requirements.txt lists no torch; the library's setup.py says torch>=2.6
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "setup.py").write_text('from setuptools import setup\nsetup(name="d", install_requires=["torch>=2.6"])\n')
+    example = tmp_path / "examples" / "dreambooth"
+    example.mkdir(parents=True)
+    (example / "requirements.txt").write_text("accelerate>=0.16.0\ntorchvision\n")
+    version, where, _ = project_min_torch(example)
+    assert version == "2.6" and "setup.py" in where
+    # ... but never past the repository root, nor past a package's own project folder
+    for marker in (".git", "pyproject.toml"):
+        inner = tmp_path / f"vendored_{marker.strip('.').replace('.', '_')}"
+        inner.mkdir()
+        (inner / marker).mkdir() if marker == ".git" else (inner / marker).write_text('[project]\nname = "v"\n')
+        (inner / "requirements.txt").write_text("numpy\n")
+        assert project_min_torch(inner) == ("2.13", "", ""), marker
+
+
 def test_the_configuration_files_folder_is_the_project(tmp_path):
     (tmp_path / "pyproject.toml").write_text(PYPROJECT_29 + '\n[tool.neuron-lint]\nselect = ["NRN2"]\n')
     elsewhere = tmp_path / "scripts"

@@ -32,19 +32,41 @@ def project_root(start: Path) -> Path | None:
     return None
 
 
-def project_min_torch(start: Path) -> tuple[str, str, str]:
-    """The default ``min-torch`` for the project around ``start``: (version, where, declared-if-below-2.6).
+_PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 
-    The oldest torch the project's manifests declare (see :func:`neuron_lint.manifests.declared_torch`),
-    but never below 2.6: every device rewrite writes ``torch.accelerator``, so a lower value would not
-    make the fixes safe for older releases, it would only withhold some of them. When the project
-    declares less, the third value says so (the CLI warns). When nothing bounds torch, the PyTorch
-    TorchNeuron needs (2.13), with no origin.
-    """
+
+def _bounding_project(start: Path):
+    """The manifests' torch bound of the nearest folder, from ``start`` up to the repository root
+    (or to a folder with a ``pyproject.toml``, ``setup.py`` or ``setup.cfg``), whose manifests bound
+    torch from below: ``((2, 6), "setup.py: torch>=2.6")``, or None.
+
+    A manifest that does not bound torch says nothing about it: diffusers' ``examples/dreambooth/
+    requirements.txt`` lists accelerate and transformers, and the scripts run on the torch the
+    library's ``setup.py`` asks for (``torch>=2.6``)."""
     from ..manifests import declared_torch
 
     root = project_root(start)
-    found = declared_torch(root) if root is not None else None
+    while root is not None:
+        found = declared_torch(root)
+        if found is not None:
+            return found
+        if root.parent == root or any(os.path.exists(root / m) for m in _PROJECT_MARKERS):
+            return None  # the repository root, or a package's own project: nothing above it decides
+        root = project_root(root.parent)
+    return None
+
+
+def project_min_torch(start: Path) -> tuple[str, str, str]:
+    """The default ``min-torch`` for the project around ``start``: (version, where, declared-if-below-2.6).
+
+    The oldest torch the nearest manifests that bound torch declare (see :func:`_bounding_project`
+    and :func:`neuron_lint.manifests.declared_torch`), but never below 2.6: every device rewrite
+    writes ``torch.accelerator``, so a lower value would not make the fixes safe for older
+    releases, it would only withhold some of them. When the project declares less, the third value
+    says so (the CLI warns). When nothing bounds torch, the PyTorch TorchNeuron needs (2.13), with
+    no origin.
+    """
+    found = _bounding_project(start)
     if found is None:
         return TORCHNEURON_TORCH, "", ""
     bound, where = found
