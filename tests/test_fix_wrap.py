@@ -169,7 +169,7 @@ def test_fixed_files_pass_ruff_format_check_and_e501(tmp_path):
                     y = torch.zeros(3, device="cuda", dtype=torch.float32, requires_grad=False)
                     self.assertEqual((x.cpu() + y.cpu()).sum().item(), 0)
     """).lstrip("\n")
-    path = tmp_path / "test_sum.py"
+    path = tmp_path / "sums.py"  # not a test module: there the device list would be left (it decides the tests)
     path.write_text(src)
     ruff = [sys.executable, "-m", "ruff"]
     assert subprocess.run([*ruff, "format", "--check", "--isolated", str(path)], capture_output=True).returncode == 0
@@ -179,3 +179,44 @@ def test_fixed_files_pass_ruff_format_check_and_e501(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     lint = subprocess.run([*ruff, "check", "--isolated", "--select", "E501", str(path)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
+
+
+GLIGEN_LIKE = """\
+import argparse
+
+import torch
+from transformers import (
+    AutoProcessor,
+    CLIPTextModel,
+)
+
+
+torch.autograd.set_grad_enabled(False)
+
+if __name__ == "__main__":
+    import torch.distributed as dist
+
+    args = argparse.ArgumentParser("x").parse_args()
+    dist.init_process_group(backend="nccl")
+    model = CLIPTextModel.from_pretrained("x").cuda()
+"""
+
+
+@pytest.mark.slow
+def test_the_device_variable_goes_after_the_imports_with_the_files_blank_lines(tmp_path):
+    # diffusers' gligen script: an import of torch.distributed inside the __main__ block put the
+    # definition at the end of the file, after its uses (NameError); and the file leaves two blank
+    # lines after its imports (`lines-after-imports = 2`), which the definition must keep
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff.lint.isort]\nlines-after-imports = 2\n")
+    path = tmp_path / "make_datasets.py"
+    path.write_text(GLIGEN_LIKE)
+    ruff = [sys.executable, "-m", "ruff"]
+    assert subprocess.run([*ruff, "check", "--select", "I001", str(path)], capture_output=True).returncode == 0
+    fixed = fix_text(GLIGEN_LIKE, str(path), Settings(select=("NRN2",))).text
+    assert fixed.index("DEVICE = (") < fixed.index("torch.autograd.set_grad_enabled")
+    assert "    CLIPTextModel,\n)\n\n\nDEVICE = (\n" in fixed
+    path.write_text(fixed)
+    lint = subprocess.run([*ruff, "check", "--select", "I001,F821", str(path)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    fmt = subprocess.run([*ruff, "format", "--check", str(path)], capture_output=True, text=True)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr

@@ -77,7 +77,7 @@ def test_imports_of_unsupported_modules_are_reported(line):
 
 
 @pytest.mark.parametrize("text, code", [
-    ("import torch\ntorch.cuda.reset_max_memory_allocated()\n", "NRN212"),
+    ("import torch\ntorch.cuda.memory_snapshot()\n", "NRN212"),
     ("import torch\ntorch.cuda.memory._dump_snapshot('x.pickle')\n", "NRN212"),
     ("import torch\ndef f():\n    return torch.cuda\n", "NRN212"),
     ("import torch\nm = getattr(torch, device_type, torch.cuda)\n", "NRN212"),

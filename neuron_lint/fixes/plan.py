@@ -90,6 +90,8 @@ def _binds_torch(stmt: ast.stmt) -> bool:
     """A module-level statement that imports torch (``import torch``, or one under ``if``/``try``)."""
     if isinstance(stmt, ast.Import):
         return any(a.name == "torch" or a.name.startswith("torch.") and not a.asname for a in stmt.names)
+    if isinstance(stmt, ast.If) and is_main_guard(stmt):
+        return False  # runs after the module's definitions (see scope._imports_torch)
     if isinstance(stmt, (ast.If, ast.Try)):
         return any(_binds_torch(s) for s in _module_level(stmt.body))
     return False

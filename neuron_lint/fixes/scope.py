@@ -128,8 +128,12 @@ class DeviceDefinitions:
                 at = i + 1
                 while at < len(body) and _is_import_statement(body[at]):
                     at += 1  # nor inside the run of imports it belongs to (mirrors plan.leading_end)
+        # the blank lines the file leaves after its imports (isort's `lines-after-imports`) go
+        # before the first definition too, so the import block keeps its spacing
+        # (two before a def or class say nothing: PEP 8 asks for them there)
+        kept = _blank_lines_before(body[at]) if 0 < at < len(body) and not _is_definition(body[at]) else 0
         for stmt in new:
-            gap = 2 if isinstance(stmt, cst.FunctionDef) else 1
+            gap = max(2 if isinstance(stmt, cst.FunctionDef) else 1, kept)
             body.insert(at, stmt.with_changes(leading_lines=[cst.EmptyLine()] * (gap if at else 0)))
             at += 1
         if at < len(body):
@@ -139,12 +143,42 @@ class DeviceDefinitions:
         return tree.with_changes(body=body)
 
 
+def _is_definition(stmt) -> bool:
+    return isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
+
+
+def _blank_lines_before(stmt) -> int:
+    """The empty lines (no comment) a statement starts with, at most 2 (what ruff format keeps)."""
+    n = 0
+    for line in stmt.leading_lines:
+        if line.comment is not None:
+            break
+        n += 1
+    return min(n, 2)
+
+
 def _imports_torch(stmt) -> bool:
+    """A module-level statement that binds ``torch`` (``import torch``, ``import torch.nn``, or one
+    under ``if``/``try``), as :func:`neuron_lint.fixes.plan._binds_torch` sees it. ``import
+    torch.distributed as dist`` binds ``dist``, and the ``__main__`` block runs after the module's
+    definitions, so neither counts (diffusers' gligen script imports ``torch.distributed`` there)."""
+    if isinstance(stmt, cst.If) and _is_main_guard(stmt):
+        return False
     for small in _module_level_statements([stmt]):
         for node in getattr(small, "body", ()):
-            if isinstance(node, cst.Import) and any(_dotted(a.name).split(".")[0] == "torch" for a in node.names):
+            if isinstance(node, cst.Import) and any(
+                    _dotted(a.name) == "torch" or _dotted(a.name).startswith("torch.") and a.asname is None
+                    for a in node.names):
                 return True
     return False
+
+
+def _is_main_guard(stmt: cst.If) -> bool:
+    test = stmt.test
+    return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
+            and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)
+            and isinstance(test.comparisons[0].comparator, cst.SimpleString)
+            and test.comparisons[0].comparator.evaluated_value == "__main__")
 
 
 def _module_names(tree: cst.Module) -> set[str]:
