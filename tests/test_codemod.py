@@ -100,9 +100,9 @@ def test_transform_arguments_override_the_settings(tmp_path):
     assert 'Net().to("neuron")' in transform(SCRIPT, path, device="neuron")
     src = "import torch\n\ntorch.cuda.empty_cache()\n"
     assert "torch.accelerator.empty_cache()" in transform(src, path, min_torch="2.9")
-    flags = "import torch\n\ntorch.backends.cudnn.benchmark = True\nx = torch.ones(2).cuda()\n"
+    flags = "import torch\n\ntorch.backends.cuda.matmul.allow_tf32 = True\nx = torch.ones(2).cuda()\n"
     safe, unsafe = transform(flags, path), transform(flags, path, unsafe_fixes=True)
-    assert "cudnn" in safe and "cudnn" not in unsafe
+    assert "allow_tf32" in safe and "allow_tf32" not in unsafe and "set_float32_matmul_precision" in unsafe
     assert unsafe == fixing.fix_text(flags, path, Settings(unsafe_fixes=True)).text
 
 

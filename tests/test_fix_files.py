@@ -112,7 +112,7 @@ def test_no_fix_without_changes_leaves_file_untouched(tmp_path):
 
 
 def test_unsafe_fixes_only_when_asked():
-    src = "import torch\ntorch.backends.cudnn.benchmark = True\nx = 1\n"
+    src = "import torch\ntorch.backends.cudnn.allow_tf32 = True\nx = 1\n"
     assert fix_text(src, "m.py").text == src
     assert fix_text(src, "m.py", Settings(unsafe_fixes=True)).text == "import torch\nx = 1\n"
 
@@ -201,7 +201,7 @@ def test_fix_diff_writes_nothing_and_exit_codes(cli, tmp_path):
 
 
 def test_fix_reports_changes_and_what_is_left(cli, tmp_path):
-    path = write(tmp_path / "t.py", SCRIPT + "torch.backends.cudnn.benchmark = True\nname = torch.cuda.get_device_name(0)\n")
+    path = write(tmp_path / "t.py", SCRIPT + "torch.backends.cudnn.allow_tf32 = True\nname = torch.cuda.get_device_name(0)\n")
     r = cli("fix", str(path))
     assert r.returncode == 1  # something is left
     assert f"Fixed 5 findings in {path}" in r.stdout

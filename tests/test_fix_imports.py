@@ -136,3 +136,26 @@ def test_same_additions_as_libcst(source, wanted):
 
     tree = cst.parse_module(source)
     assert TopLevelAddImports(context()).transform_module(tree).code == AddImportsVisitor(context()).transform_module(tree).code
+
+
+def test_a_block_whose_first_statement_was_the_removed_import_does_not_open_with_a_blank_line():
+    # detectron2's AMPTrainer and test_blocks.py: `from torch.cuda.amp import ...` first in a block, a
+    # blank line after it; the rewrite left `if grad_scaler is None:` followed by an empty line
+    src = (
+        "import torch\n\n\n"
+        "def make(grad_scaler=None):\n"
+        "    if grad_scaler is None:\n"
+        "        from torch.cuda.amp import GradScaler\n\n"
+        "        grad_scaler = GradScaler()\n"
+        "    return grad_scaler\n\n\n"
+        "def run(m, x):\n"
+        "    from torch.cuda.amp import autocast\n\n"
+        "    # mixed precision\n"
+        "    with autocast():\n"
+        "        return m(x)\n"
+    )
+    fixed = fix_text(src, "amp.py", Settings(select=("NRN205",))).text
+    assert "from torch.cuda.amp" not in fixed
+    assert "    if grad_scaler is None:\n        grad_scaler = torch.amp.GradScaler(" in fixed
+    assert "def run(m, x):\n    # mixed precision\n    with torch.autocast(" in fixed
+    ast.parse(fixed)

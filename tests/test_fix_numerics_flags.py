@@ -57,6 +57,17 @@ def configure(deterministic):
 """
 
 
+def test_the_cudnn_autotuner_switch_stays_with_a_note():
+    # diffusers' train_vqgan.py: removing it slowed CUDA training down and changed its kernel choice
+    src = """
+    import torch
+    torch.backends.cudnn.benchmark = True
+    x = 1
+    """
+    assert _fix(src, "NRN209") == textwrap.dedent(src)
+    assert "would slow GPU runs down" in _notes(src, "NRN209")[0]
+
+
 def test_a_program_that_asks_for_determinism_still_gets_it():
     fixed = _fix(DETERMINISM, "NRN209")
     assert "torch.use_deterministic_algorithms(True, warn_only=True)" in fixed
@@ -74,11 +85,11 @@ def test_no_fix_leaves_an_empty_block():
     sources = [DETERMINISM, """
     import torch
     if args.fast:
-        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = True
     for _ in range(2):
-        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = True
     try:
-        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = True
     except Exception:
         torch.backends.cuda.enable_flash_sdp(False)
     """]

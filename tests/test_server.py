@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 TIMEOUT = 60  # seconds for any one answer (the first check imports the engine)
 CUDA = "import torch\nx = torch.ones(1).cuda()\n"
-UNSAFE = "import torch\ntorch.backends.cudnn.benchmark = True\nx = torch.ones(1).cuda()\n"
+UNSAFE = "import torch\ntorch.backends.cudnn.allow_tf32 = True\nx = torch.ones(1).cuda()\n"
 
 
 # ---------------------------------------------------------------------- a minimal LSP client

@@ -73,7 +73,7 @@ def test_statistics_as_sarif_github_or_junit_is_a_usage_error_not_a_text_table(r
 
 
 def test_statistics_mark_only_what_fix_would_apply_and_end_with_a_total(run, tmp_path):
-    write(tmp_path / "train.py", CUDA + "torch.backends.cudnn.benchmark = True\nimport flash_attn\n")
+    write(tmp_path / "train.py", CUDA + "torch.backends.cudnn.allow_tf32 = True\nimport flash_attn\n")
     r = run("check", "--statistics", "--no-cache", "train.py")
     assert r.stdout.splitlines() == [
         "1\tNRN201\t[*] cuda-call",
@@ -90,7 +90,7 @@ def test_statistics_mark_only_what_fix_would_apply_and_end_with_a_total(run, tmp
 
 
 def test_only_unsafe_fixes_left_is_not_called_0_fixable(run, tmp_path):
-    write(tmp_path / "train.py", "import torch\ntorch.backends.cudnn.benchmark = True\n")
+    write(tmp_path / "train.py", "import torch\ntorch.backends.cudnn.allow_tf32 = True\n")
     r = run("check", "--output-format", "concise", "train.py")
     assert "0 fixable" not in r.stdout
     assert "None fixable with `neuron-lint fix` alone; 1 more with `--unsafe-fixes`" in r.stdout

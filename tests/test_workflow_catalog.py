@@ -144,7 +144,7 @@ def test_a_src_layout_package_is_named_after_itself(run, tmp_path):
 
 def test_report_shares_add_up_to_100(run, tmp_path):
     (tmp_path / "m.py").write_text(  # one safe fix, one unsafe, one manual: 33.3% each
-        "import torch\nx = torch.ones(2).cuda()\ntorch.backends.cudnn.benchmark = True\nimport flash_attn\n")
+        "import torch\nx = torch.ones(2).cuda()\ntorch.backends.cudnn.allow_tf32 = True\nimport flash_attn\n")
     data = report(run, ".")[1]
     assert sum(data["shares"].values()) == 100 and sorted(data["shares"].values()) == [33, 33, 34]
     md = run("report", "--format", "markdown", ".").stdout

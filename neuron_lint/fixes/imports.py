@@ -122,7 +122,24 @@ class _RemoveImports(RemoveImportsVisitor):
             return result
         if self._changes == mark:
             return original_node
-        return super().on_leave(original_node, updated_node)
+        result = super().on_leave(original_node, updated_node)
+        if isinstance(result, cst.IndentedBlock):
+            return _without_leading_blank(original_node, result)
+        return result
+
+
+def _without_leading_blank(original: cst.IndentedBlock, block: cst.IndentedBlock) -> cst.IndentedBlock:
+    """A block whose first statement, an import, was removed: the blank lines that followed the
+    import would now open the block (``def f():`` then an empty line); they go, comments stay."""
+    if not (original.body and _lone_import(original.body[0]) and block.body) or _lone_import(block.body[0]):
+        return block
+    first = block.body[0]
+    lines = list(first.leading_lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    if len(lines) == len(first.leading_lines):
+        return block
+    return block.with_changes(body=[first.with_changes(leading_lines=lines), *block.body[1:]])
 
 
 def _same_names(a, b) -> bool:

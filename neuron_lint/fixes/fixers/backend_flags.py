@@ -19,12 +19,13 @@ Decided per flag (checked against torch 2.13):
   ``warn_only``; torchtitan's recipe). There the flag is redundant on CUDA while the mode is on
   (cuDNN convolutions read ``deterministicCuDNN() || deterministicAlgorithms()``), but it outlives a
   later ``use_deterministic_algorithms(False)``, so it is left, with a note.
-- ``torch.backends.cudnn.benchmark = True``: removed (**unsafe**: CUDA speed only; the default,
-  False, is also the reproducible choice), unless that would empty its block, it shares its line,
-  or a comment line sits right above it.
-- ``torch.backends.cudnn.allow_tf32 = True``: PyTorch's default, removed under the same conditions
-  (**unsafe**: on CUDA it undoes a ``False`` set before it, by a caller or a library), and not when
-  the module sets the cuDNN convolution precision anywhere else (detectron2's if/else).
+- ``torch.backends.cudnn.benchmark = True`` is left, with a note: it switches on the cuDNN
+  autotuner, which makes GPU runs faster, and no device-agnostic switch does that (removing it, as
+  0.1 did, slowed CUDA training down and changed its kernel choice).
+- ``torch.backends.cudnn.allow_tf32 = True``: PyTorch's default, removed (**unsafe**: on CUDA it
+  undoes a ``False`` set before it, by a caller or a library), unless that would empty its block, it
+  shares its line, or a comment line sits right above it, and not when the module sets the cuDNN
+  convolution precision anywhere else (detectron2's if/else).
 - ``torch.backends.cudnn.benchmark = False`` is the default too, but it is left: it turns off an
   autotuner switched on earlier, and with cuDNN determinism it keeps cuDNN to its one default
   algorithm (with the autotuner on it times the deterministic ones and may pick another per run).
@@ -155,7 +156,10 @@ class BackendFlags:
                               "determinism it keeps cuDNN to its one default algorithm, so removing it could "
                               f"change which kernels run on CUDA; there is no device-agnostic switch; {_HARMLESS}")
                 return None
-            return self._plan_removal(ctx, hit, assign, "Remove the cuDNN autotuner switch (changes CUDA speed only)")
+            ctx.note(hit, "not removed: the cuDNN autotuner makes CUDA convolutions faster (and picks its kernels per "
+                          "run); there is no device-agnostic switch, and removing it would slow GPU runs down; "
+                          f"{_HARMLESS}")
+            return None
         if qual == "torch.backends.cudnn.allow_tf32":
             if value is True:
                 other = _other_conv_precision(ctx, assign)
