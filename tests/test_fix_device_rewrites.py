@@ -914,3 +914,25 @@ def test_a_skip_over_a_test_compiled_with_inductor_is_kept():
                 model(torch.ones(2, 2, device="cuda"))
     """
     assert any("Inductor" in n for n in _unchanged(src, "test_compile.py"))
+
+
+PINNED_TEST = """
+    import torch
+
+    from trainer import utils
+
+
+    def test_local_device(monkeypatch):
+        monkeypatch.setattr(utils, "device_type", "cuda")
+        assert utils.get_local_device() == torch.device("cuda:3")
+"""
+
+
+def test_a_test_that_fakes_a_cuda_machine_keeps_the_cuda_devices_it_expects():
+    # torchtitan test_tools_utils.py: rewritten, the expectation followed the host (cpu:3 on a
+    # CPU-only host) while the patched code still returned cuda:3, and the test failed everywhere but CUDA
+    fixed = fix(PINNED_TEST, "test_utils.py", select=("NRN202",))
+    assert 'torch.device("cuda:3")' in fixed
+    assert any("pins the device to CUDA" in n for n in notes(PINNED_TEST, "test_utils.py", select=("NRN202",)))
+    # outside a test module the same string is a device choice and is rewritten
+    assert 'torch.device("cuda:3")' not in fix(PINNED_TEST, "local.py", select=("NRN202",))

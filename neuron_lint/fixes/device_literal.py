@@ -122,6 +122,11 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         ctx.note(hit, f"not rewritten: it names the GPU that `{short(ctx, query.func)}` asks about, and that "
                       "question stays CUDA-only (NRN204)")
         return None
+    pinned = _pinned_to_cuda(ctx, node)
+    if pinned is not None:
+        ctx.note(hit, f"not rewritten: the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, "
+                      f"line {pinned.lineno}), so this CUDA device is the value it expects")
+        return None
     amp = _default_for_amp(ctx, node)
     if amp is not None and not ctx.neuron:
         ctx.note(hit, f"not rewritten: the parameter goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which "
@@ -184,6 +189,29 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         return ctx.propose(hit, node, cst_kind(node), message, {"mode": "word"})
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node)})
+
+
+_PATCHERS = frozenset({"setattr", "patch", "object", "dict", "setenv", "setitem"})
+
+
+def _pinned_to_cuda(ctx, node) -> ast.Call | None:
+    """In a test module, the ``monkeypatch.setattr(..., "cuda")`` (``mock.patch(..., "cuda")``,
+    ``return_value="cuda"``...) of the function holding ``node``: the test fakes a CUDA machine and
+    its CUDA strings are what it expects (torchtitan's ``get_local_device`` tests), else None."""
+    if not is_test_file(ctx):
+        return None
+    function = ctx.enclosing_function(node)
+    if function is None:
+        return None
+    for n in ast.walk(function):
+        if isinstance(n, ast.Call) and n is not node:
+            func = n.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _PATCHERS and any(
+                    isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.split(":")[0] == "cuda"
+                    for v in (*n.args, *(k.value for k in n.keywords))):
+                return n
+    return None
 
 
 def plan_device_type(ctx, hit, node):
