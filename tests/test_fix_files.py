@@ -289,3 +289,27 @@ def test_a_file_whose_code_already_passes_the_line_length_is_not_held_to_it():
            "    return settings, all_valid_tokens\n\n\nif __name__ == \"__main__\":\n    main()\n")
     result = fix_text(src, "train.py", Settings())
     assert '"cuda"' not in result.text  # the project does not keep to 88 characters: neither do we
+
+
+@pytest.mark.parametrize("name,text", [
+    (".flake8", "[flake8]\nmax-line-length = 100\n"),
+    ("setup.cfg", "[metadata]\nname = d\n\n[flake8]\nmax_line_length=100  # black's 100\n"),
+    ("tox.ini", "[flake8]\nmax-line-length = 100\n"),
+    ("setup.cfg", "[isort]\nline_length=100\nmulti_line_output=3\n"),  # detectron2
+])
+def test_flake8_and_isort_line_lengths_are_the_projects_too(tmp_path, name, text):
+    # detectron2 keeps 100 in setup.cfg: held to 88, a file of 100-character lines counted as one
+    # that does not keep a line length, and the AMP rewrites left 111-character lines in it
+    (tmp_path / name).write_text(text)
+    kept = "    " + "total = first_value_of_the_batch + second_value_of_the_batch + third_value_ok + 1.0 + 2.0 + 3.0"
+    assert 88 < len(kept) <= 100
+    grown = "    scaler = torch.cuda.amp.GradScaler(init_scale=2.0**16, growth_interval=2000, enabled=True)"
+    src = "import torch\n\n\ndef main(first_value_of_the_batch, second_value_of_the_batch, third_value_ok):\n" + \
+        kept + "\n" + grown + "\n    return total, scaler\n"
+    path = tmp_path / "pkg" / "train.py"
+    path.parent.mkdir()
+    path.write_text(src)
+    assert fix_file(path, Settings(select=("NRN205",))).written
+    fixed = path.read_text()
+    assert "torch.amp.GradScaler(" in fixed and kept in fixed
+    assert max(len(line) for line in fixed.splitlines()) <= 100, fixed

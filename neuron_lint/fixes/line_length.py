@@ -1,8 +1,10 @@
 """The project's line length, as its formatter sees it, so that fixes keep within it.
 
 The nearest ``ruff.toml``/``.ruff.toml`` (``line-length``) or ``pyproject.toml`` with
-``[tool.ruff]`` or ``[tool.black]`` ``line-length`` above a file decides; 88 (ruff's and black's
-default) when none says.
+``[tool.ruff]`` or ``[tool.black]`` ``line-length`` above a file decides; in a folder with neither,
+flake8's ``max-line-length`` (``.flake8``, ``setup.cfg``, ``tox.ini``) or isort's ``line_length``
+(``.isort.cfg``, ``setup.cfg``: detectron2 keeps 100 there); 88 (ruff's and black's default) when
+none says.
 """
 
 from __future__ import annotations
@@ -32,6 +34,42 @@ def _valid(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and 20 <= value <= 1000 else None
 
 
+#: (file, section, keys) read in this order, the first value found deciding.
+_INI_SOURCES = (
+    (".flake8", "flake8", ("max-line-length", "max_line_length")),
+    ("setup.cfg", "flake8", ("max-line-length", "max_line_length")),
+    ("tox.ini", "flake8", ("max-line-length", "max_line_length")),
+    (".isort.cfg", "settings", ("line_length", "line-length")),
+    ("setup.cfg", "isort", ("line_length", "line-length")),
+)
+
+
+def _ini_line_length(directory: str) -> int | None:
+    """flake8's or isort's line length configured in ``directory``, or None."""
+    import configparser
+
+    for name, section, keys in _INI_SOURCES:
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            continue
+        parser = configparser.RawConfigParser(strict=False)
+        try:
+            if os.path.getsize(path) > _LIMIT:
+                continue
+            parser.read(path, encoding="utf-8")
+        except (OSError, UnicodeDecodeError, configparser.Error):
+            continue
+        for key in keys:
+            value = parser.get(section, key, fallback=None) if parser.has_section(section) else None
+            try:
+                found = _valid(int(value.split("#")[0].strip())) if value else None
+            except ValueError:
+                found = None
+            if found:
+                return found
+    return None
+
+
 @lru_cache(maxsize=256)
 def line_length_of(directory: str) -> int:
     """The line length configured for files in ``directory`` (searched upwards)."""
@@ -52,6 +90,9 @@ def line_length_of(directory: str) -> int:
                         return table["line-length"]
             if isinstance(tool, dict) and ("ruff" in tool or "black" in tool):
                 return DEFAULT_LINE_LENGTH
+        found = _ini_line_length(here)
+        if found:
+            return found
         parent = os.path.dirname(here)
         if parent == here:
             return DEFAULT_LINE_LENGTH
