@@ -122,6 +122,12 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         ctx.note(hit, f"not rewritten: it names the GPU that `{short(ctx, query.func)}` asks about, and that "
                       "question stays CUDA-only (NRN204)")
         return None
+    choices = _listed_choice(ctx, node)
+    if choices is not None:
+        ctx.note(hit, f"not rewritten: the option only accepts `{short(ctx, choices)}`; with the current device as "
+                      "its default, `--device neuron` would still be refused. Add the device to the choices, then "
+                      "the default")
+        return None
     pinned = _pinned_to_cuda(ctx, node)
     if pinned is not None:
         ctx.note(hit, f"not rewritten: the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, "
@@ -189,6 +195,19 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         return ctx.propose(hit, node, cst_kind(node), message, {"mode": "word"})
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node)})
+
+
+def _listed_choice(ctx, node) -> ast.AST | None:
+    """The ``choices=[..., "cuda", ...]`` of the ``add_argument`` whose ``default`` is ``node``, or None."""
+    keyword = ctx.parent(node)
+    call = ctx.parent(keyword) if isinstance(keyword, ast.keyword) and keyword.arg == "default" else None
+    if not (isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) == "add_argument"):
+        return None
+    for k in call.keywords:
+        if k.arg == "choices" and any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+                                      and n.value.split(":")[0] == "cuda" for n in ast.walk(k.value)):
+            return k.value
+    return None
 
 
 _PATCHERS = frozenset({"setattr", "patch", "object", "dict", "setenv", "setitem"})
