@@ -936,3 +936,28 @@ def test_a_test_that_fakes_a_cuda_machine_keeps_the_cuda_devices_it_expects():
     assert any("pins the device to CUDA" in n for n in notes(PINNED_TEST, "test_utils.py", select=("NRN202",)))
     # outside a test module the same string is a device choice and is rewritten
     assert 'torch.device("cuda:3")' not in fix(PINNED_TEST, "local.py", select=("NRN202",))
+
+
+ACCELERATE_SCRIPT = """
+    import torch
+    from accelerate import Accelerator
+
+
+    def main():
+        accelerator = Accelerator()
+        ema = torch.nn.Linear(2, 2)
+        ema.to(device="cuda", non_blocking=True)
+        return ema(torch.ones(2).cuda())
+"""
+
+
+def test_a_function_with_an_accelerate_accelerator_uses_its_device():
+    # diffusers' training scripts: accelerate chose the process's device (its rank's index on a
+    # multi-device host); a device of our own could land on the first one
+    fixed = fix_all(ACCELERATE_SCRIPT, "train.py")
+    assert 'ema.to(device=accelerator.device.type, non_blocking=True)' in fixed
+    assert "torch.ones(2).to(accelerator.device)" in fixed
+    assert "DEVICE" not in fixed and "_current_device" not in fixed
+    # an `accelerator` bound twice is not trusted
+    twice = ACCELERATE_SCRIPT.replace("        ema = torch", "        accelerator = make()\n        ema = torch")
+    assert "accelerator.device" not in fix_all(twice, "train.py")

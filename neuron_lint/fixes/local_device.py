@@ -4,6 +4,8 @@ Decided while planning, on the ``ast``: the site's innermost scope must be a fun
 class body, a lambda or a comprehension) that binds the name exactly once, by a plain
 ``device = <current device>`` assigned before the site, and declares it neither ``global`` nor
 ``nonlocal``. Then ``x.cuda()`` becomes ``x.to(device)`` rather than a module-level definition.
+Failing that, a function that made ``accelerator = Accelerator(...)`` (Hugging Face Accelerate)
+gives ``accelerator.device``, the device that library chose for the process.
 """
 
 from __future__ import annotations
@@ -38,6 +40,21 @@ def local_device(ctx, node: ast.AST) -> str:
             continue
         if DEVICE_VALUE.match(ctx.segment(stmt.value).strip()):
             return name
+    return _accelerate_device(ctx, fn, node)
+
+
+def _accelerate_device(ctx, fn, node: ast.AST) -> str:
+    """``accelerator.device`` where the function made ``accelerator = Accelerator(...)`` (Hugging
+    Face Accelerate, which knows CUDA, the Neuron device and the CPU, and the rank's index) at its
+    top level before the site, and binds that name nowhere else; else ""."""
+    for stmt in fn.body:
+        if (stmt.end_lineno or stmt.lineno) >= node.lineno:
+            return ""
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Call) and ctx.qualname(stmt.value.func) == "accelerate.Accelerator"):
+            name = stmt.targets[0].id
+            if list(_bindings(fn, name)) == [stmt]:
+                return f"{name}.device"
     return ""
 
 

@@ -93,8 +93,12 @@ class DeviceDefinitions:
         how = data.get("device")
         if how == "neuron":
             return cst.SimpleString('"neuron"')
-        if data.get("local"):  # a local already holding the device (planned on the ast)
-            return cst.Name(data["local"])
+        if data.get("local"):  # a local already holding the device (planned on the ast): `device`, `accelerator.device`
+            head, *rest = data["local"].split(".")
+            node: cst.BaseExpression = cst.Name(head)
+            for part in rest:
+                node = cst.Attribute(value=node, attr=cst.Name(part))
+            return node
         if how == "var":
             return cst.Name(data["name"])
         self.rx.torch_name(site)  # the definition uses torch
