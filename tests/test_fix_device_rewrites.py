@@ -961,3 +961,31 @@ def test_a_function_with_an_accelerate_accelerator_uses_its_device():
     # an `accelerator` bound twice is not trusted
     twice = ACCELERATE_SCRIPT.replace("        ema = torch", "        accelerator = make()\n        ema = torch")
     assert "accelerator.device" not in fix_all(twice, "train.py")
+
+
+METRIC_LOGGER = """
+    import torch
+
+
+    def log_every(items):
+        if torch.cuda.is_available():
+            log_msg = "{i} max mem: {memory:.0f}"
+        else:
+            log_msg = "{i}"
+        for i in items:
+            if torch.cuda.is_available():
+                print(log_msg.format(i=i, memory=torch.cuda.max_memory_allocated()))
+            else:
+                print(log_msg.format(i=i))
+"""
+
+
+def test_two_guards_with_the_same_test_are_rewritten_together_or_not_at_all():
+    # detr's MetricLogger (held out): below --min-torch 2.9 the memory statistic has no rewrite, so
+    # the second guard stays; the first alone made the format string ask for {memory} on Trainium,
+    # and the second, still CUDA-only, did not supply it (KeyError at the first logged step)
+    left = fix(METRIC_LOGGER, "metrics.py", select=("NRN203",), min_torch="2.6")
+    assert "torch.accelerator.is_available()" not in left
+    both = fix(METRIC_LOGGER, "metrics.py", select=("NRN203",), min_torch="2.9")
+    assert both.count("if torch.accelerator.is_available():") == 2
+    assert "torch.accelerator.max_memory_allocated()" in both

@@ -240,6 +240,11 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     nodes, why = _region_nodes(ctx, call, negated=negated)
     if nodes is None:
         return None, why
+    for peer in _same_tests(ctx, call):
+        more, why = _region_nodes(ctx, peer, negated=negated)
+        if more is None:
+            return None, f"the same test on line {peer.lineno} is left ({why}), and the two must agree"
+        nodes = nodes + more
     sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
     skip = _skip_call(ctx, call)
     if skip is not None and not sites:
@@ -266,6 +271,33 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA extension...)
     # must be fixed too. Marked by an empty text.
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
+
+
+def _same_tests(ctx, guard) -> list:
+    """The same guard in the other ``if`` statements of its function (or module) whose test is
+    the same as the one holding ``guard``: detr's ``MetricLogger`` builds a format string with a
+    ``{memory}`` field under ``if torch.cuda.is_available():`` and fills it under a second such
+    test, so the two are rewritten together or not at all (one alone raised ``KeyError`` on
+    Trainium)."""
+    node = guard
+    for p in ctx.ancestors(guard):
+        if isinstance(p, ast.If) and p.test is node:
+            branch = p
+            break
+        if not isinstance(p, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute)):
+            return []
+        node = p
+    else:
+        return []
+    scope = ctx.enclosing_function(branch) or ctx.tree
+    test = ast.dump(branch.test)
+    at = next(i for i, n in enumerate(ast.walk(branch.test)) if n is guard)
+    peers = []
+    for n in ast.walk(scope):
+        if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test \
+                and (ctx.enclosing_function(n) or ctx.tree) is scope:
+            peers.append(list(ast.walk(n.test))[at])
+    return peers
 
 
 def _cuda_only_code(ctx, nodes, guard) -> str:
