@@ -989,3 +989,36 @@ def test_two_guards_with_the_same_test_are_rewritten_together_or_not_at_all():
     both = fix(METRIC_LOGGER, "metrics.py", select=("NRN203",), min_torch="2.9")
     assert both.count("if torch.accelerator.is_available():") == 2
     assert "torch.accelerator.max_memory_allocated()" in both
+
+
+def test_an_assert_decides_everything_after_it_in_its_function():
+    # ConvNeXt's optim_factory (held out): the assert stands before apex's fused optimizers, which a
+    # neuron device cannot run; rewritten, it let Trainium through to them
+    src = """
+        import torch
+        from apex.optimizers import FusedSGD
+
+
+        def create_optimizer(name, params, has_apex):
+            if name.startswith("fused"):
+                assert has_apex and torch.cuda.is_available(), "APEX and CUDA required for fused optimizers"
+            if name == "fusedsgd":
+                return FusedSGD(params, lr=0.1)
+            return torch.optim.SGD(params, lr=0.1)
+    """
+    assert "torch.cuda.is_available()" in fix(src, "optim_factory.py", select=("NRN203",))
+    assert any("FusedSGD" in n for n in notes(src, "optim_factory.py", select=("NRN203",)))
+    # with nothing CUDA-only after it, and a model table called by name (not a kernel launch), it goes
+    train = """
+        import torch
+
+        MODELS = {"tiny": torch.nn.Linear}
+
+
+        def main(args):
+            assert torch.cuda.is_available(), "Training requires a GPU."
+            model = MODELS[args.model](4, 4)
+            return model.cuda()
+    """
+    fixed = fix(train, "train.py", select=("NRN201", "NRN203"))
+    assert "assert torch.accelerator.is_available()" in fixed and ".cuda()" not in fixed

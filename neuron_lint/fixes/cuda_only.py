@@ -88,10 +88,17 @@ def _extension_names(ctx) -> set[str]:
     return found
 
 
+def _launches_kernels(ctx, func: ast.Subscript) -> bool:
+    """``kernel[grid](...)`` is a Triton or Numba launch where the module uses one of them or the
+    name says kernel; elsewhere it is a lookup that is called (DiT's ``DiT_models[args.model](...)``)."""
+    name = ".".join(dotted(func.value))
+    return "kernel" in name.lower() or any(word in ctx.text for word in ("triton", "numba", "cuda.jit"))
+
+
 def cuda_only_call(ctx, call: ast.Call) -> str:
     """What makes ``call`` CUDA-only code (for the note), or ``""``."""
     func = call.func
-    if isinstance(func, ast.Subscript):
+    if isinstance(func, ast.Subscript) and _launches_kernels(ctx, func):
         return "a kernel launch `kernel[grid](...)`"
     if isinstance(func, ast.Attribute) and func.attr == "data_ptr":
         return "`.data_ptr()` (a raw device pointer for a kernel)"

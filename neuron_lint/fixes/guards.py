@@ -16,6 +16,8 @@ import ast
 import re
 from dataclasses import replace
 
+from .guard_reach import checks_requested_cuda, runs_after, same_tests
+
 #: Findings that never block a guard: setting a cuDNN/CUDA backend flag is harmless elsewhere.
 HARMLESS = frozenset({"NRN209"})
 #: Keyword arguments a guard's value may feed without deciding device-specific code.
@@ -53,10 +55,10 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
         elif isinstance(parent, ast.IfExp) and parent.test is child:
             return region + [parent.orelse if negated else parent.body], ""
         elif isinstance(parent, ast.Assert):
-            if _checks_requested_cuda(ctx, parent):
+            if checks_requested_cuda(ctx, parent):
                 return None, ("it checks that the CUDA device the caller asked for is there, which is the right "
                               "check on every machine (a `neuron` or `cpu` request skips it)")
-            return region, ""
+            return region + runs_after(ctx, parent), ""
         elif isinstance(parent, ast.keyword) and parent.arg in HARMLESS_KEYWORDS:
             return region, ""
         elif isinstance(parent, ast.keyword) and isinstance(ctx.parent(parent), ast.Call):
@@ -76,20 +78,6 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
             return None, "neuron-lint cannot see what its value decides"
         child, parent = parent, ctx.parent(parent)
     return None, "neuron-lint cannot see what its value decides"
-
-
-def _checks_requested_cuda(ctx, check: ast.Assert) -> bool:
-    """``if device_type == "cuda": assert torch.cuda.is_available(), ...``: the assert is all the
-    branch does, and the branch is taken only when the caller asked for CUDA by name."""
-    branch = ctx.parent(check)
-    if not (isinstance(branch, ast.If) and check in branch.body and not branch.orelse):
-        return False
-    if not all(isinstance(stmt, ast.Assert) for stmt in branch.body):
-        return False
-    test = branch.test
-    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
-            and any(isinstance(side, ast.Constant) and side.value == "cuda"
-                    for side in (test.left, *test.comparators)))
 
 
 def _only_stops(body) -> bool:
@@ -240,7 +228,7 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     nodes, why = _region_nodes(ctx, call, negated=negated)
     if nodes is None:
         return None, why
-    for peer in _same_tests(ctx, call):
+    for peer in same_tests(ctx, call):
         more, why = _region_nodes(ctx, peer, negated=negated)
         if more is None:
             return None, f"the same test on line {peer.lineno} is left ({why}), and the two must agree"
@@ -271,33 +259,6 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA extension...)
     # must be fixed too. Marked by an empty text.
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
-
-
-def _same_tests(ctx, guard) -> list:
-    """The same guard in the other ``if`` statements of its function (or module) whose test is
-    the same as the one holding ``guard``: detr's ``MetricLogger`` builds a format string with a
-    ``{memory}`` field under ``if torch.cuda.is_available():`` and fills it under a second such
-    test, so the two are rewritten together or not at all (one alone raised ``KeyError`` on
-    Trainium)."""
-    node = guard
-    for p in ctx.ancestors(guard):
-        if isinstance(p, ast.If) and p.test is node:
-            branch = p
-            break
-        if not isinstance(p, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute)):
-            return []
-        node = p
-    else:
-        return []
-    scope = ctx.enclosing_function(branch) or ctx.tree
-    test = ast.dump(branch.test)
-    at = next(i for i, n in enumerate(ast.walk(branch.test)) if n is guard)
-    peers = []
-    for n in ast.walk(scope):
-        if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test \
-                and (ctx.enclosing_function(n) or ctx.tree) is scope:
-            peers.append(list(ast.walk(n.test))[at])
-    return peers
 
 
 def _cuda_only_code(ctx, nodes, guard) -> str:

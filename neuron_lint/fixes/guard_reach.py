@@ -1,0 +1,64 @@
+"""How far a device guard reaches beyond the branch it opens (used by :mod:`.guards`).
+
+- the same test in another ``if`` of the function: the two are rewritten together or not at all;
+- an ``assert``: everything after it in its function runs only when it holds;
+- ``if device_type == "cuda": assert torch.cuda.is_available()``: the check of a requested CUDA
+  device, right on every machine as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def runs_after(ctx, stmt: ast.stmt) -> list:
+    """What runs after ``stmt`` in its function (or module): an assert lets all of it run (ConvNeXt's
+    ``assert has_apex and torch.cuda.is_available()`` stands before apex's fused optimizers)."""
+    out: list = []
+    while stmt is not None and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        block = ctx.block_of(stmt) or []
+        i = next((j for j, s in enumerate(block) if s is stmt), len(block))
+        out += block[i + 1:]
+        stmt = ctx.statement_of(ctx.parent(stmt)) if ctx.parent(stmt) is not None else None
+    return out
+
+
+def checks_requested_cuda(ctx, check: ast.Assert) -> bool:
+    """``if device_type == "cuda": assert torch.cuda.is_available(), ...``: the assert is all the
+    branch does, and the branch is taken only when the caller asked for CUDA by name."""
+    branch = ctx.parent(check)
+    if not (isinstance(branch, ast.If) and check in branch.body and not branch.orelse):
+        return False
+    if not all(isinstance(stmt, ast.Assert) for stmt in branch.body):
+        return False
+    test = branch.test
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and any(isinstance(side, ast.Constant) and side.value == "cuda"
+                    for side in (test.left, *test.comparators)))
+
+
+def same_tests(ctx, guard) -> list:
+    """The same guard in the other ``if`` statements of its function (or module) whose test is
+    the same as the one holding ``guard``: detr's ``MetricLogger`` builds a format string with a
+    ``{memory}`` field under ``if torch.cuda.is_available():`` and fills it under a second such
+    test, so the two are rewritten together or not at all (one alone raised ``KeyError`` on
+    Trainium)."""
+    node = guard
+    for p in ctx.ancestors(guard):
+        if isinstance(p, ast.If) and p.test is node:
+            branch = p
+            break
+        if not isinstance(p, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute)):
+            return []
+        node = p
+    else:
+        return []
+    scope = ctx.enclosing_function(branch) or ctx.tree
+    test = ast.dump(branch.test)
+    at = next(i for i, n in enumerate(ast.walk(branch.test)) if n is guard)
+    peers = []
+    for n in ast.walk(scope):
+        if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test \
+                and (ctx.enclosing_function(n) or ctx.tree) is scope:
+            peers.append(list(ast.walk(n.test))[at])
+    return peers
