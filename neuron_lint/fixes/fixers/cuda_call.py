@@ -1,4 +1,10 @@
-"""``x.cuda()`` / ``model.cuda(i)`` / ``x.cuda(non_blocking=True)`` -> ``x.to(<current device>)``."""
+"""``x.cuda()`` / ``model.cuda(i)`` / ``x.cuda(non_blocking=True)`` -> ``x.to(<current device>)``.
+
+A storage's ``to`` takes the device by keyword only (``UntypedStorage.to(*, device, non_blocking)``
+in torch 2.13), so a storage -- the first parameter of a ``map_location=lambda storage, loc: ...``,
+or ``t.untyped_storage()`` -- gets ``.to(device=...)`` (fairscale's tests: ``storage.to("cuda:0")``
+raised ``TypeError`` on CUDA).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,23 @@ def looks_like_index(node) -> bool:
         last = (node.id if isinstance(node, ast.Name) else node.attr).lower()
         return last != "device" and (last == "i" or any(w in last for w in _INDEX_WORDS))
     return False
+
+
+_STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
+
+
+def _is_storage(ctx, receiver) -> bool:
+    """Is ``receiver`` a storage: ``t.untyped_storage()``, or the first parameter of a function
+    given as ``map_location=`` (``torch.load`` calls it with each storage)?"""
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+        return receiver.func.attr in _STORAGE_METHODS
+    if not isinstance(receiver, ast.Name):
+        return False
+    fn = ctx.enclosing_function(receiver)
+    if not isinstance(fn, ast.Lambda) or not fn.args.args or fn.args.args[0].arg != receiver.id:
+        return False
+    keyword = ctx.parent(fn)
+    return isinstance(keyword, ast.keyword) and keyword.arg == "map_location"
 
 
 class CudaCall:
@@ -41,6 +64,8 @@ class CudaCall:
         data = ctx.device_or_note(hit, call)
         if data is None:
             return None
+        if _is_storage(ctx, call.func.value):
+            data = {**data, "storage": True}
         return ctx.propose(hit, call, "Call", "Move to the current accelerator with `.to(...)`", data)
 
     def rewrite(self, rx, original, updated, data):
@@ -68,6 +93,9 @@ class CudaCall:
             args.insert(0, cst.Arg(value=target))
         else:
             args[index_at] = args[index_at].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, value=target)
+        if data.get("storage"):
+            at = 0 if index_at is None else index_at
+            args[at] = with_keyword(args[at], "device")
         # `.cuda(i, True)`: the second positional argument is non_blocking, which `.to` takes by keyword.
         if len(args) > 1 and args[1].keyword is None:
             args[1] = with_keyword(args[1], "non_blocking")
