@@ -4,6 +4,7 @@
 - the branch of a torch version test (or of ``hasattr(torch, "accelerator")``) meant for older
   releases, and the ``except AttributeError`` (``ImportError``...) fallback of a ``try`` that uses
   a torch API;
+- code a test expects to raise (inside ``with pytest.raises(...)``);
 - in a test module, a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`).
 """
@@ -32,6 +33,10 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     if older is not None:
         return (f"not rewritten: it is the branch for an older PyTorch (the version test on line {older.lineno}); "
                 "the device-agnostic APIs a fix writes may not exist there")
+    expected = expected_to_raise(ctx, node)
+    if expected is not None:
+        return (f"not rewritten: the test expects this code to raise (`{ctx.segment(expected)[:40]}`, line "
+                f"{expected.lineno}), so it is the code under test")
     gate = test_gate(ctx, node)
     if gate:
         return (f"not rewritten: in a test module `{gate}` decides whether (and on which device) tests run. "
@@ -43,6 +48,24 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
                 "uses; the device-agnostic APIs a fix writes may not exist there either")
     return ""
+
+
+_RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
+
+
+def expected_to_raise(ctx, node: ast.AST):
+    """The ``pytest.raises(...)``/``self.assertRaises(...)`` of the ``with`` block holding ``node``,
+    or None: fairscale checks that ``Pipe.cuda()`` and ``.to("cuda")`` are refused, which a rewrite
+    to the current device would stop testing."""
+    for p in ctx.ancestors(node):
+        if isinstance(p, (ast.With, ast.AsyncWith)):
+            for item in p.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) in _RAISES:
+                    return call
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+    return None
 
 
 #: The CUDA checks that decide, in a test module, which tests run on the GPU.

@@ -143,6 +143,9 @@ def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
     return guard if _duplicate_seed(ctx, inner) is guard else None
 
 
+#: Their CUDA results are ``torch.cuda.Stream``s, whose ``__eq__`` is False for any other class.
+_STREAM_GETTERS = frozenset({"torch.cuda.current_stream"})
+
 _FLIPPED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
 
 
@@ -222,6 +225,10 @@ class CudaApi:
         if entry.get("use") == "description" and call is not None and not only_described(ctx, call):
             ctx.note(hit, f"not rewritten: the result is read for more than its name and total memory "
                           f"(compute capability and the like are CUDA's own), which `{target}` may not offer")
+            return None
+        if hit.subject in _STREAM_GETTERS and call is not None and isinstance(ctx.parent(call), ast.Compare):
+            ctx.note(hit, "not rewritten: the stream is compared with another one, and on CUDA a `torch.cuda.Stream` "
+                          f"never equals the generic `torch.Stream` that `{target}` returns")
             return None
         form = entry.get("args", "any")
         if not _args_fit(call, form):
