@@ -934,8 +934,10 @@ def test_a_test_that_fakes_a_cuda_machine_keeps_the_cuda_devices_it_expects():
     fixed = fix(PINNED_TEST, "test_utils.py", select=("NRN202",))
     assert 'torch.device("cuda:3")' in fixed
     assert any("pins the device to CUDA" in n for n in notes(PINNED_TEST, "test_utils.py", select=("NRN202",)))
-    # outside a test module the same string is a device choice and is rewritten
-    assert 'torch.device("cuda:3")' not in fix(PINNED_TEST, "local.py", select=("NRN202",))
+    # outside a test module it is still a comparison with CUDA, which the current device's type would
+    # turn true for the CPU on a CPU-only host
+    assert 'torch.device("cuda:3")' in fix(PINNED_TEST, "local.py", select=("NRN202",))
+    assert any("asks whether a device is CUDA" in n for n in notes(PINNED_TEST, "local.py", select=("NRN202",)))
 
 
 ACCELERATE_SCRIPT = """
@@ -1043,3 +1045,48 @@ def test_a_storage_moved_in_map_location_gets_its_device_by_keyword(tmp_path):
     torch.save({"w": torch.ones(2)}, path)
     loaded = run(fixed, __name__="ckpt")["load"](str(path), 0)  # on this CPU-only host: cpu:0
     assert loaded["w"].tolist() == [1.0, 1.0]
+
+
+def test_a_loop_over_the_device_count_goes_with_its_body():
+    # fairscale's OSS (held out): on Trainium the loop ran once per NeuronCore and asked CUDA for
+    # each one's compute capability, which raises; before, the loop was empty there
+    src = """
+        import torch
+
+
+        def old_gpu():
+            for i in range(torch.cuda.device_count()):
+                major, minor = torch.cuda.get_device_capability(f"cuda:{i}")
+                if major <= 5:
+                    return True
+            return False
+
+
+        def sync_all():
+            for i in range(torch.cuda.device_count()):
+                torch.cuda.synchronize(i)
+    """
+    fixed = fix(src, "oss.py", select=("NRN2",))
+    assert "for i in range(torch.cuda.device_count()):\n        major" in fixed
+    assert "for i in range(torch.accelerator.device_count()):\n        torch.accelerator.synchronize(i)" in fixed
+
+
+def test_a_cuda_device_in_a_comparison_is_not_made_the_current_device():
+    # fairscale's OSS (held out): `torch.device("cuda").type == default.type` with the current
+    # device's type held for the CPU too, and the branch then called torch.accelerator.synchronize,
+    # which raises on a CPU-only host
+    src = """
+        import torch
+
+
+        def refresh(default_device):
+            if torch.device("cuda").type == default_device.type:
+                torch.cuda.synchronize()
+    """
+    fixed = fix(src, "oss.py", select=("NRN2",))
+    assert 'torch.device("cuda").type == default_device.type' in fixed
+    pytest.importorskip("torch")
+    import torch
+
+    run(fixed, __name__="oss")["refresh"](torch.device("cpu"))  # the CPU branch is not taken: no raise
+    assert any("asks whether a device is CUDA" in n for n in notes(src, "oss.py", select=("NRN2",)))

@@ -133,6 +133,12 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         ctx.note(hit, f"not rewritten: the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, "
                       f"line {pinned.lineno}), so this CUDA device is the value it expects")
         return None
+    compared = _compared_device(ctx, node)
+    if compared is not None:
+        ctx.note(hit, f"not rewritten: `{short(ctx, compared)}` asks whether a device is CUDA; with the current "
+                      "device's type it would also hold for the CPU on a CPU-only host. Compare with the current "
+                      "accelerator's type and `!= \"cpu\"` by hand")
+        return None
     amp = _default_for_amp(ctx, node)
     if amp is not None and not ctx.neuron:
         ctx.note(hit, f"not rewritten: the parameter goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which "
@@ -195,6 +201,22 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         return ctx.propose(hit, node, cst_kind(node), message, {"mode": "word"})
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node)})
+
+
+def _compared_device(ctx, node) -> ast.Compare | None:
+    """The comparison ``node`` is an operand of, directly or as ``torch.device("cuda")`` or its
+    ``.type`` (fairscale's OSS: ``torch.device("cuda").type == self._default_device.type`` before
+    ``torch.cuda.synchronize``), or None."""
+    child = node
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.Call) and ctx.qualname(parent.func) == "torch.device" and parent.args and parent.args[0] is node:
+        child, parent = parent, ctx.parent(parent)
+    if isinstance(parent, ast.Attribute) and parent.attr == "type" and parent.value is child:
+        child, parent = parent, ctx.parent(parent)
+    if isinstance(parent, ast.Compare) and child is not node and any(
+            isinstance(op, (ast.Eq, ast.NotEq)) for op in parent.ops):
+        return parent
+    return None
 
 
 def _listed_choice(ctx, node) -> ast.AST | None:

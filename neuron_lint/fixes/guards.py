@@ -63,6 +63,9 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
             return region, ""
         elif isinstance(parent, ast.keyword) and isinstance(ctx.parent(parent), ast.Call):
             return region + [ctx.parent(parent)], ""  # `autocast(..., enabled=<test>)`: the call is decided
+        elif (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range"
+              and isinstance(ctx.parent(parent), (ast.For, ast.AsyncFor)) and ctx.parent(parent).iter is parent):
+            return region + list(ctx.parent(parent).body), ""  # once per device: the body is decided
         elif isinstance(parent, ast.Call) and child in parent.args and _skip_name(parent) and depth == 0:
             decorated = ctx.parent(parent)  # `@skipIf(<test>, ...)` decides whether the test runs
             if isinstance(decorated, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

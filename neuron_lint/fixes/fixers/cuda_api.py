@@ -146,6 +146,14 @@ def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
 #: Their CUDA results are ``torch.cuda.Stream``s, whose ``__eq__`` is False for any other class.
 _STREAM_GETTERS = frozenset({"torch.cuda.current_stream"})
 
+def _loop_count(ctx, call: ast.Call) -> bool:
+    """``for i in range(<call>):`` (or ``range(0, <call>)``)."""
+    rng = ctx.parent(call)
+    loop = ctx.parent(rng) if isinstance(rng, ast.Call) else None
+    return (isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is rng and isinstance(rng.func, ast.Name)
+            and rng.func.id == "range" and call in rng.args)
+
+
 _FLIPPED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
 
 
@@ -251,6 +259,12 @@ class CudaApi:
             # device guard like `is_available()` (on Trainium it now counts NeuronCores), rewritten only
             # with everything it decides.
             settled, plan = _as_guard(ctx, hit, call, target, data, negated=_counts_no_device(ctx.parent(call), call))
+            if settled:
+                return plan
+        if hit.subject == "torch.cuda.device_count" and call is not None and _loop_count(ctx, call):
+            # `for i in range(torch.cuda.device_count()):` runs its body once per device: on Trainium
+            # once per NeuronCore, so the body goes with it (fairscale's OSS asks each for its capability)
+            settled, plan = _as_guard(ctx, hit, call, target, data)
             if settled:
                 return plan
         node, kind = hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name"
