@@ -1090,3 +1090,28 @@ def test_a_cuda_device_in_a_comparison_is_not_made_the_current_device():
 
     run(fixed, __name__="oss")["refresh"](torch.device("cpu"))  # the CPU branch is not taken: no raise
     assert any("asks whether a device is CUDA" in n for n in notes(src, "oss.py", select=("NRN2",)))
+
+
+def test_a_function_used_as_a_decorator_at_import_runs_at_import():
+    # fairscale's offload.py (held out): `_conditional_amp_fwd_decorator` wraps a method of a
+    # module-level class, so `torch.amp.custom_fwd(..., device_type=_current_device().type)` in its
+    # body probed the device when the library was imported
+    src = """
+        import torch
+
+
+        def _amp_fwd(orig_func):
+            if hasattr(torch.cuda.amp, "custom_fwd"):
+                return torch.cuda.amp.custom_fwd(orig_func)
+            return orig_func
+
+
+        class F(torch.autograd.Function):
+            @staticmethod
+            @_amp_fwd
+            def forward(ctx, x):
+                return x * 2
+    """
+    fixed = fix(src, "offload.py", select=("NRN205",))
+    assert "torch.cuda.amp.custom_fwd(orig_func)" in fixed and "_current_device" not in fixed
+    assert any("when the module is imported" in n for n in notes(src, "offload.py", select=("NRN205",)))

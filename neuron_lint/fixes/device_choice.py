@@ -27,11 +27,36 @@ def runs_at_import(ctx, node) -> bool:
     child = node
     for p in ctx.ancestors(node):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(child is s for s in p.body):
-            return False
+            return p.name in _import_time_decorators(ctx)
         if isinstance(p, ast.Lambda) and child is p.body:
             return False
         child = p
     return not ctx.under_main_guard(node)
+
+
+def _import_time_decorators(ctx) -> set[str]:
+    """Module-level functions that decorate something defined at import (fairscale's
+    ``@_conditional_amp_fwd_decorator`` on a method of a module-level class): their bodies run
+    when the module is imported."""
+    found = ctx.__dict__.get("_import_decorators")
+    if found is None:
+        top = {s.name for s in ctx.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        found = set()
+        todo = list(ctx.tree.body)
+        while todo:  # module level and class bodies, not function bodies
+            stmt = todo.pop()
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for d in stmt.decorator_list:
+                    target = d.func if isinstance(d, ast.Call) else d
+                    if isinstance(target, ast.Name) and target.id in top:
+                        found.add(target.id)
+                if isinstance(stmt, ast.ClassDef):
+                    todo.extend(stmt.body)
+            elif isinstance(stmt, (ast.If, ast.Try)):
+                todo.extend(stmt.body)
+                todo.extend(getattr(stmt, "orelse", []))
+        ctx.__dict__["_import_decorators"] = found
+    return found
 
 
 _LIBRARY_WHY = ("this runs when the module is imported (a default value, a decorator or a class body), and a "
