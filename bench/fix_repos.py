@@ -13,7 +13,9 @@ It measures:
   (before - after) / before, so findings a fix introduces count against it;
 * for every ``.py`` file, before and after: whether it compiles (``compile()`` in this
   process, on the file's bytes), whether ``ruff check --isolated --select E501,I001
-  --line-length 88`` passes, and whether ``ruff format --check --isolated`` passes (ruff is
+  --line-length N`` passes, and whether ``ruff format --check --isolated --line-length N`` passes,
+  N being the project's line length as neuron-lint reads it (ruff's or black's ``line-length``,
+  else flake8's or isort's, else 88: the limit the fixes keep to) (ruff is
   run in batches over explicit file lists, so its default excludes do not hide files);
 * files changed (bytes differ from the original), files that compiled before and do not
   now (with the error), changed files that passed ruff E501/I001 or ruff format before and
@@ -49,8 +51,18 @@ import time
 import warnings
 from pathlib import Path
 
-RUFF_CHECK = ["check", "--isolated", "--select", "E501,I001", "--line-length", "88", "--no-cache"]
+RUFF_CHECK = ["check", "--isolated", "--select", "E501,I001", "--no-cache"]
 RUFF_FORMAT = ["format", "--check", "--isolated", "--no-cache"]
+
+
+def project_line_length(root: Path) -> int:
+    """The line length neuron-lint keeps fixes within in ``root`` (ruff's or black's
+    ``line-length``, else flake8's or isort's, else 88): the one the ruff checks use."""
+    try:
+        from neuron_lint.fixes.line_length import line_length_of
+    except ImportError:  # an older neuron-lint without it: ruff's default
+        return 88
+    return line_length_of(str(root))
 ARG_CHUNK = 60_000  # characters of file names per ruff invocation
 SKIP_DIRS = {".git", ".neuron_lint_cache", ".ruff_cache"}  # not part of the repository's code
 SLOW_S = 300  # a single command slower than this is called out
@@ -193,7 +205,8 @@ def ruff_check(
     """File -> Counter of E501/I001 (and invalid-syntax) diagnostics; absent = passes."""
     result: dict[str, collections.Counter] = {}
     for batch in chunks(names):
-        cmd = [ruff, *RUFF_CHECK, "--exit-zero", "--output-format", "json", "--", *batch]
+        cmd = [ruff, *RUFF_CHECK, "--line-length", str(project_line_length(root)), "--exit-zero",
+               "--output-format", "json", "--", *batch]
         proc = run(cmd, root, timeout)
         try:
             diagnostics = json.loads(proc["stdout"] or "[]")
@@ -209,7 +222,8 @@ def ruff_format(ruff: str, root: Path, names: list[str], timeout: float) -> dict
     """File -> why `ruff format --check` fails on it ("unformatted", "invalid-syntax")."""
     result: dict[str, str] = {}
     for batch in chunks(names):
-        cmd = [ruff, *RUFF_FORMAT, "--output-format", "concise", "--", *batch]
+        cmd = [ruff, *RUFF_FORMAT, "--line-length", str(project_line_length(root)), "--output-format", "concise",
+               "--", *batch]
         proc = run(cmd, root, timeout)
         for line in (proc["stdout"] + "\n" + proc["stderr"]).splitlines():
             if m := CONCISE.match(line):
@@ -383,6 +397,7 @@ def measure_repo(repo: Path, lint: NeuronLint, ruff: str, args) -> dict:
             shutil.copytree(repo, copies[label], symlinks=True)
         base = snapshot(copies["safe"], ruff, args.timeout)
         result["py_files"] = len(base["py"])
+        result["line_length"] = project_line_length(copies["safe"])
         result["noncompiling_before"] = len(base["compile"])
         result["failing_ruff_check_before"] = len(base["ruff_check"])
         result["failing_ruff_format_before"] = len(base["ruff_format"])

@@ -15,6 +15,7 @@ import pytest
 from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.apply import fix_text
 from neuron_lint.fixes.wrap import wrap_lines
+from neuron_lint.fixes.files import fix_file
 
 # one-line statements past 88 columns, as fixes leave them
 SHAPES = [
@@ -220,3 +221,24 @@ def test_the_device_variable_goes_after_the_imports_with_the_files_blank_lines(t
     assert lint.returncode == 0, lint.stdout
     fmt = subprocess.run([*ruff, "format", "--check", str(path)], capture_output=True, text=True)
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+@pytest.mark.slow
+def test_the_device_variable_is_one_line_where_the_projects_line_length_allows_it(tmp_path):
+    # nanotron (held out) keeps 119 columns: there ruff format joins the parenthesized definition
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 119\n")
+    path = tmp_path / "run_generate.py"
+    src = "import torch\n\nx = torch.ones(2).cuda()\n"
+    path.write_text(src)
+    ruff = [sys.executable, "-m", "ruff"]
+    assert fix_file(path, Settings(select=("NRN2",))).written
+    fixed = path.read_text()
+    assert 'DEVICE = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")\n' in fixed
+    fmt = subprocess.run([*ruff, "format", "--check", str(path)], capture_output=True, text=True, cwd=tmp_path)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    # check's JSON edits spell out the same text
+    from neuron_lint.api import check_source
+
+    findings = check_source(src, str(path), Settings(select=("NRN2",), fix_edits=True))
+    contents = "".join(e.content for f in findings if f.fix for e in f.fix.edits)
+    assert "DEVICE = torch.accelerator.current_accelerator() if" in contents

@@ -18,7 +18,7 @@ from ..config.settings import Settings
 from ..engine.pipeline import analyze_source
 from ..io.positions import LineIndex
 from ..model import Finding
-from .line_length import DEFAULT_LINE_LENGTH
+from .line_length import DEFAULT_LINE_LENGTH, current_line_length
 from .passes import applicable, one_pass
 
 MAX_PASSES = 10
@@ -60,6 +60,11 @@ def fix_text(
     """
     settings = settings or Settings()
     catalog = catalog or load_catalog()
+    with current_line_length(line_length):
+        return _fix_text(text, path, settings, catalog, newline, line_length)
+
+
+def _fix_text(text, path, settings, catalog, newline, line_length) -> TextFix:
     result = TextFix(text)
     current = text
     findings, result.walked = analyze_source(current, path, settings, catalog)

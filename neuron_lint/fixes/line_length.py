@@ -9,10 +9,31 @@ none says.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 from functools import lru_cache
 
 DEFAULT_LINE_LENGTH = 88
+
+#: The line length of the file being rewritten, for the few rewrites whose layout depends on it
+#: (the module's device definition is one line where it fits, as ruff format prints it). Set by
+#: :func:`current_line_length` around a fix or the computation of a file's fix edits.
+_CURRENT = contextvars.ContextVar("neuron_lint_line_length", default=DEFAULT_LINE_LENGTH)
+
+
+def line_length() -> int:
+    """The line length of the file being rewritten (88 when none was set)."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def current_line_length(limit: int):
+    token = _CURRENT.set(limit)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
 _LIMIT = 1024 * 1024  # a configuration file bigger than this is not read
 
 

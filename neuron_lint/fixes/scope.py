@@ -27,6 +27,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .decline import Decline
+from .line_length import line_length
 from .plan import DEVICE_HELPER, DEVICE_VAR
 
 _VARIABLE = """{name} = (
@@ -35,6 +36,10 @@ _VARIABLE = """{name} = (
 {i}else {t}.device("cpu")
 )
 """
+#: The same definition where it fits the project's line length (ruff format joins the lines there).
+_ONE_LINE_VARIABLE = """{name} = {t}.accelerator.current_accelerator() if {t}.accelerator.is_available() else {t}.device("cpu")
+"""
+
 _HELPER = '''def {helper}():
 {i}"""The current accelerator (CUDA, Neuron, ...), or the CPU if there is none."""
 {i}if {t}.accelerator.is_available():
@@ -120,7 +125,9 @@ class DeviceDefinitions:
         config = tree.config_for_parsing
         new: list[cst.BaseStatement] = []
         if self.variable and DEVICE_VAR not in _module_names(tree):
-            new.append(cst.parse_statement(_VARIABLE.format(name=DEVICE_VAR, i=indent, t=t), config=config))
+            one_line = _ONE_LINE_VARIABLE.format(name=DEVICE_VAR, t=t)
+            template = one_line if len(one_line) <= line_length() else _VARIABLE.format(name=DEVICE_VAR, i=indent, t=t)
+            new.append(cst.parse_statement(template, config=config))
         if self.helper and DEVICE_HELPER not in _module_names(tree):
             new.append(cst.parse_statement(_HELPER.format(helper=DEVICE_HELPER, i=indent, t=t), config=config))
         if not new:

@@ -112,11 +112,14 @@ class Engine:
         applying them all but not for applying one.
         """
         from ..engine.pipeline import parse
+        from ..fixes.line_length import current_line_length
         from ..fixes.rewrite import with_edits
 
         wanted = findings[:MAX_QUICK_FIXES]
         try:
-            done = with_edits(analysis.view.text, wanted, analysis.settings.settings, self._module(analysis.view.text))
+            with current_line_length(analysis.settings.line_length):
+                done = with_edits(analysis.view.text, wanted, analysis.settings.settings,
+                                  self._module(analysis.view.text))
         except Exception:
             logger.exception("computing fix edits for %s failed", analysis.unit.key)
             return []
