@@ -159,3 +159,17 @@ def test_a_block_whose_first_statement_was_the_removed_import_does_not_open_with
     assert "    if grad_scaler is None:\n        grad_scaler = torch.amp.GradScaler(" in fixed
     assert "def run(m, x):\n    # mixed precision\n    with torch.autocast(" in fixed
     ast.parse(fixed)
+
+
+@pytest.mark.parametrize("head,expected", [
+    # fairscale's auto_wrap.py: after `import torch.nn as nn` isort wants it before
+    ("import contextlib\n\nimport torch.nn as nn\n", "import contextlib\n\nimport torch\nimport torch.nn as nn\n"),
+    # detectron2's DensePose config: plain imports before `from` imports of the same section
+    ("from detectron2.config import CfgNode as CN\n", "import torch\nfrom detectron2.config import CfgNode as CN\n"),
+    # after the stdlib ones, in their own group it stays last
+    ("import os\nfrom typing import Any\n", "import os\nfrom typing import Any\n\nimport torch\n"),
+])
+def test_an_added_import_of_torch_goes_where_isort_wants_it(head, expected):
+    src = head + "\n\ndef f(x):\n    return x.cuda()\n"
+    fixed = fix_text(src, "lib.py", Settings(select=("NRN201",))).text
+    assert fixed.startswith(expected), fixed

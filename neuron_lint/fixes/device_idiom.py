@@ -24,10 +24,8 @@ from .device_choice import (
     short,
 )
 from .device_forms import convert, cst_literal_kind, word
+from .line_length import line_length
 from .plan import DEVICE_VAR
-
-#: the line length ``ruff format`` wraps at
-LINE_LENGTH = 88
 
 
 def _string_definition(ctx, node) -> ast.Assign | None:
@@ -123,7 +121,8 @@ def rewrite_inline(rx, original, updated, data):
 
 def device_idiom(rx, original, name: str, as_string: str = ""):
     """``torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")``,
-    in parentheses over four lines (as ``ruff format`` prints it) when one line would pass 88 characters.
+    in parentheses over four lines (as ``ruff format`` prints it) when one line would pass the
+    project's line length.
     With ``as_string`` (a quote character): the device type, ``current_accelerator().type ... else "cpu"``."""
     import libcst as cst
 
@@ -139,7 +138,7 @@ def device_idiom(rx, original, name: str, as_string: str = ""):
     one_line = cst.IfExp(test=test, body=body, orelse=orelse)
     pos = rx.position(original)
     column = pos.start.column if pos is not None else len(name) + 3
-    if column + len(rx.module.tree.code_for_node(one_line)) <= LINE_LENGTH:
+    if column + len(rx.module.tree.code_for_node(one_line)) <= line_length():
         return one_line
     indent = rx.module.tree.default_indent
 

@@ -51,6 +51,46 @@ class TopLevelAddImports(AddImportsVisitor):
         return super().on_visit(node)
 
 
+def sorted_torch_import(tree: cst.Module) -> cst.Module:
+    """``tree`` with the ``import torch`` LibCST appended to the top imports moved to where isort
+    (ruff's I001) wants it in its group: before the first non-stdlib ``from ... import`` and before
+    a plain import that sorts after it (fairscale: after ``import torch.nn as nn``; detectron2's
+    DensePose: after ``from detectron2.config import ...``)."""
+    import sys
+
+    body = list(tree.body)
+    at = next((i for i, stmt in enumerate(body) if _lone_import(stmt) and isinstance(stmt.body[0], cst.Import)
+               and [(_name(a.name), a.asname) for a in stmt.body[0].names] == [("torch", None)]), None)
+    if not at:
+        return tree
+    start = at
+    while start > 0 and _lone_import(body[start - 1]) and not any(
+            line.comment is None for line in body[start].leading_lines):
+        start -= 1
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    for j in range(start, at):
+        small = body[j].body[0]
+        if isinstance(small, cst.ImportFrom):
+            top = _name(small.module).split(".")[0] if small.module is not None and not small.relative else ""
+            after = top not in stdlib
+        else:
+            names = [_name(a.name) for a in small.names]
+            after = all(n.split(".")[0] not in stdlib for n in names) and min(names) > "torch"
+        if after:
+            moved = body.pop(at).with_changes(leading_lines=body[j].leading_lines)
+            body[j] = body[j].with_changes(leading_lines=[])
+            body.insert(j, moved)
+            return tree.with_changes(body=body)
+    if not body[at].leading_lines:  # after standard-library imports only: its own group
+        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine()])
+        return tree.with_changes(body=body)
+    return tree
+
+
+def _name(node) -> str:
+    return node.value if isinstance(node, cst.Name) else f"{_name(node.value)}.{node.attr.value}"
+
+
 def _lone_import(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(
         stmt.body[0], (cst.Import, cst.ImportFrom))
