@@ -1115,3 +1115,26 @@ def test_a_function_used_as_a_decorator_at_import_runs_at_import():
     fixed = fix(src, "offload.py", select=("NRN205",))
     assert "torch.cuda.amp.custom_fwd(orig_func)" in fixed and "_current_device" not in fixed
     assert any("when the module is imported" in n for n in notes(src, "offload.py", select=("NRN205",)))
+
+
+def test_the_same_test_in_two_methods_of_a_class_is_rewritten_in_both_or_neither():
+    # nanotron's timers (held out): start() rewritten, end() left behind a CUDA-only call, so on
+    # Trainium end() took the CPU path with a start time that was never set
+    src = """
+        import torch
+
+
+        class Timer:
+            def start(self):
+                if torch.cuda.is_available():
+                    self.t0 = torch.cuda.Event(enable_timing=True)
+                else:
+                    self.t0 = 0.0
+
+            def end(self):
+                if torch.cuda.is_available():
+                    return torch.cuda.nvtx.range_pop()
+                return 1.0
+    """
+    fixed = fix(src, "timers.py", select=("NRN2",))
+    assert "torch.accelerator.is_available()" not in fixed

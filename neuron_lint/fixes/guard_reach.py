@@ -1,6 +1,7 @@
 """How far a device guard reaches beyond the branch it opens (used by :mod:`.guards`).
 
-- the same test in another ``if`` of the function: the two are rewritten together or not at all;
+- the same test in another ``if`` of the function (or of another method of its class): the two
+  are rewritten together or not at all;
 - an ``assert``: everything after it in its function runs only when it holds;
 - ``if device_type == "cuda": assert torch.cuda.is_available()``: the check of a requested CUDA
   device, right on every machine as it is.
@@ -53,12 +54,25 @@ def same_tests(ctx, guard) -> list:
         node = p
     else:
         return []
-    scope = ctx.enclosing_function(branch) or ctx.tree
+    scope = _home(ctx, branch)
     test = ast.dump(branch.test)
     at = next(i for i, n in enumerate(ast.walk(branch.test)) if n is guard)
     peers = []
     for n in ast.walk(scope):
-        if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test \
-                and (ctx.enclosing_function(n) or ctx.tree) is scope:
+        if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test and _home(ctx, n) is scope:
             peers.append(list(ast.walk(n.test))[at])
     return peers
+
+
+def _home(ctx, node):
+    """Where the same test must agree: the class of a method (nanotron's timer starts under one
+    test in ``start()`` and stops under it in ``end()``), else the function, else the module."""
+    function = ctx.enclosing_function(node)
+    if function is None:
+        return ctx.tree
+    for p in ctx.ancestors(function):
+        if isinstance(p, ast.ClassDef):
+            return p
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            break
+    return function

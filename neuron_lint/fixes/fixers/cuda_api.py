@@ -69,6 +69,10 @@ def _alone_on_its_line(ctx, stmt) -> bool:
     return not before.strip() and (not after.strip() or after.strip().startswith("#"))
 
 
+def _dotted_name(node) -> str:
+    return f"{_dotted_name(node.value)}.{node.attr}" if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
 def _args_fit(call: ast.Call | None, form: str) -> bool:
     if form == "any":
         return True
@@ -80,6 +84,11 @@ def _args_fit(call: ast.Call | None, form: str) -> bool:
     if form == "none":
         return not args and not kws
     if form == "device":
+        # a `torch.cuda.device(i)` context object is a device to torch.cuda, not to torch.accelerator
+        # (nanotron: `set_device_index(torch.cuda.device(i))` raised ValueError on CUDA)
+        given = [*args, *(k.value for k in kws)]
+        if any(isinstance(v, ast.Call) and _dotted_name(v.func).endswith("cuda.device") for v in given):
+            return False
         return len(args) + len(kws) <= 1 and all(k.arg in ("device", "device_index") for k in kws)
     if form == "index":
         if kws or len(args) > 1:
