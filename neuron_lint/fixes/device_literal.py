@@ -117,33 +117,9 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         if not one_literal(ctx, base):
             ctx.note(hit, "not rewritten: the string is built from several literals")
             return None
-    query = _queried_gpu(ctx, node)
-    if query is not None:
-        ctx.note(hit, f"not rewritten: it names the GPU that `{short(ctx, query.func)}` asks about, and that "
-                      "question stays CUDA-only (NRN204)")
-        return None
-    choices = _listed_choice(ctx, node)
-    if choices is not None:
-        ctx.note(hit, f"not rewritten: the option only accepts `{short(ctx, choices)}`; with the current device as "
-                      "its default, `--device neuron` would still be refused. Add the device to the choices, then "
-                      "the default")
-        return None
-    pinned = _pinned_to_cuda(ctx, node)
-    if pinned is not None:
-        ctx.note(hit, f"not rewritten: the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, "
-                      f"line {pinned.lineno}), so this CUDA device is the value it expects")
-        return None
-    compared = _compared_device(ctx, node)
-    if compared is not None:
-        ctx.note(hit, f"not rewritten: `{short(ctx, compared)}` asks whether a device is CUDA; with the current "
-                      "device's type it would also hold for the CPU on a CPU-only host. Compare with the current "
-                      "accelerator's type and `!= \"cpu\"` by hand")
-        return None
-    amp = _default_for_amp(ctx, node)
-    if amp is not None and not ctx.neuron:
-        ctx.note(hit, f"not rewritten: the parameter goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which "
-                      "switches itself off on a host without CUDA; with the current device type it would run on "
-                      "the CPU there. Pass `enabled=<device type> != \"cpu\"` to it, then rewrite the default")
+    why = _kept_literal(ctx, node)
+    if why:
+        ctx.note(hit, f"not rewritten: {why}")
         return None
     # the module's own device variable: its definition becomes the idiom
     if not ctx.neuron and ctx.in_device_definition(node):
@@ -201,6 +177,33 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         return ctx.propose(hit, node, cst_kind(node), message, {"mode": "word"})
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node)})
+
+
+def _kept_literal(ctx, node) -> str:
+    """Why a CUDA literal stays as it is, whatever device the file would get (the note), or ``""``."""
+    query = _queried_gpu(ctx, node)
+    if query is not None:
+        return (f"it names the GPU that `{short(ctx, query.func)}` asks about, and that question stays "
+                "CUDA-only (NRN204)")
+    choices = _listed_choice(ctx, node)
+    if choices is not None:
+        return (f"the option only accepts `{short(ctx, choices)}`; with the current device as its default, "
+                "`--device neuron` would still be refused. Add the device to the choices, then the default")
+    pinned = _pinned_to_cuda(ctx, node)
+    if pinned is not None:
+        return (f"the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, line "
+                f"{pinned.lineno}), so this CUDA device is the value it expects")
+    compared = _compared_device(ctx, node)
+    if compared is not None:
+        return (f"`{short(ctx, compared)}` asks whether a device is CUDA; with the current device's type it "
+                "would also hold for the CPU on a CPU-only host. Compare with the current accelerator's type "
+                "and `!= \"cpu\"` by hand")
+    amp = _default_for_amp(ctx, node) if not ctx.neuron else None
+    if amp is not None:
+        return (f"the parameter goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which switches itself "
+                "off on a host without CUDA; with the current device type it would run on the CPU there. Pass "
+                "`enabled=<device type> != \"cpu\"` to it, then rewrite the default")
+    return ""
 
 
 def _compared_device(ctx, node) -> ast.Compare | None:

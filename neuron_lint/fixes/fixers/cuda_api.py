@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..cuda_only import only_described
+from ..cuda_only import dotted, only_described
 from ..guards import decided_region, skipped_test
 from ..keyword_args import module_comments
 from .cuda_call import looks_like_index
@@ -69,10 +69,6 @@ def _alone_on_its_line(ctx, stmt) -> bool:
     return not before.strip() and (not after.strip() or after.strip().startswith("#"))
 
 
-def _dotted_name(node) -> str:
-    return f"{_dotted_name(node.value)}.{node.attr}" if isinstance(node, ast.Attribute) else getattr(node, "id", "")
-
-
 def _args_fit(call: ast.Call | None, form: str) -> bool:
     if form == "any":
         return True
@@ -87,7 +83,7 @@ def _args_fit(call: ast.Call | None, form: str) -> bool:
         # a `torch.cuda.device(i)` context object is a device to torch.cuda, not to torch.accelerator
         # (nanotron: `set_device_index(torch.cuda.device(i))` raised ValueError on CUDA)
         given = [*args, *(k.value for k in kws)]
-        if any(isinstance(v, ast.Call) and _dotted_name(v.func).endswith("cuda.device") for v in given):
+        if any(isinstance(v, ast.Call) and ".".join(dotted(v.func)).endswith("cuda.device") for v in given):
             return False
         return len(args) + len(kws) <= 1 and all(k.arg in ("device", "device_index") for k in kws)
     if form == "index":
