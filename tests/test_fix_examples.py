@@ -55,12 +55,37 @@ def test_fixable_rules_say_how_safe_their_fix_is(catalog):
 def test_min_torch_gate_leaves_a_note_instead_of_a_fix():
     from neuron_lint.api import check_source
 
-    src = "import torch\ntorch.cuda.empty_cache()\n"
+    src = "import torch\nfree, total = torch.cuda.mem_get_info()\n"
     (finding,) = check_source(src, "m.py", Settings(select=("NRN203",)))
     assert finding.fix is None
-    assert "2.9" in finding.fix_note and "--min-torch" in finding.fix_note
-    (finding,) = check_source(src, "m.py", Settings(select=("NRN203",), min_torch="2.9"))
+    assert "2.10" in finding.fix_note and "--min-torch" in finding.fix_note
+    (finding,) = check_source(src, "m.py", Settings(select=("NRN203",), min_torch="2.10"))
     assert finding.fix is not None and finding.fix_note == ""
+
+
+def test_below_the_accelerator_memory_api_the_device_module_serves_unsafely():
+    """peft declares torch>=1.13: before 2.9 `torch.accelerator` has no memory calls, so the same
+    call on `torch.get_device_module()` (torch.cuda itself on CUDA), under an availability test."""
+    from neuron_lint.api import check_source
+    from neuron_lint.fixes.apply import fix_text
+
+    src = "import torch\ntorch.cuda.empty_cache()\nused = torch.cuda.memory_allocated()\n"
+    old = Settings(select=("NRN203",))
+    assert {f.fix.applicability for f in check_source(src, "m.py", old)} == {"unsafe"}
+    assert fix_text(src, "m.py", old).text == src
+    fixed = fix_text(src, "m.py", Settings(select=("NRN203",), unsafe_fixes=True)).text
+    assert fixed == (
+        "import torch\n"
+        "if torch.accelerator.is_available():\n"
+        "    torch.get_device_module().empty_cache()\n"
+        "used = (\n"
+        "    torch.get_device_module().memory_allocated()\n"
+        "    if torch.accelerator.is_available()\n"
+        "    else 0\n"
+        ")\n"
+    )
+    new = fix_text(src, "m.py", Settings(select=("NRN203",), min_torch="2.9")).text
+    assert "torch.accelerator.empty_cache()" in new and "get_device_module" not in new
 
 
 def test_a_guard_is_kept_while_it_protects_cuda_only_code():

@@ -26,6 +26,7 @@ import re
 from ..cuda_only import dotted, only_described
 from ..guards import decided_region, skipped_test
 from ..keyword_args import module_comments
+from ..legacy_tensor import legacy_dtype, plan_legacy_tensor, rewrite_legacy_tensor
 from .cuda_call import looks_like_index
 
 _KEYWORDS = {
@@ -33,6 +34,10 @@ _KEYWORDS = {
     "event": frozenset({"enable_timing", "blocking", "interprocess"}),
 }
 _SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
+#: Where ``torch.accelerator`` lacks a call before the project's oldest PyTorch (memory statistics
+#: need 2.9), the map's ``older`` target (the call on ``torch.get_device_module()``) serves from this
+#: release, under the same availability test: ``torch.accelerator.is_available`` is new in 2.6.
+OLDER_SINCE = "2.6"
 _GUARD_WORDS = re.compile(r"is_available|cuda|device")
 
 
@@ -220,6 +225,9 @@ class CudaApi:
     name = "cuda_api"
 
     def plan(self, ctx, hit):
+        dtype = legacy_dtype(hit.subject)
+        if dtype is not None:
+            return plan_legacy_tensor(ctx, hit, dtype)
         entry = hit.rule.fix.map.get(hit.subject)
         if not isinstance(entry, dict):
             return None
@@ -231,10 +239,17 @@ class CudaApi:
                 return ctx.propose(hit, stmt, "If" if isinstance(stmt, ast.If) else "Expr",
                                    "Remove: `torch.manual_seed` next to it already seeds every device",
                                    {"remove": True}, applicability="safe")
+        safety = entry.get("safety")
         if not ctx.allows(since):
-            ctx.note(hit, f"not rewritten: `{target}` needs PyTorch {since} and --min-torch is {ctx.settings.min_torch}; "
-                          f"pass --min-torch {since} (TorchNeuron itself needs 2.13) to get the rewrite")
-            return None
+            older = entry.get("older")
+            if older is None or not ctx.allows(OLDER_SINCE):
+                ctx.note(hit, f"not rewritten: `{target}` needs PyTorch {since} and --min-torch is "
+                              f"{ctx.settings.min_torch}; pass --min-torch {since} (TorchNeuron itself needs 2.13) "
+                              "to get the rewrite")
+                return None
+            # the same call on the current accelerator's own module: `torch.cuda` itself on CUDA; on
+            # Trainium `torch.neuron`'s copy, known only from the pre-release source
+            target, safety = older, "unsafe"
         if entry.get("use") == "description" and call is not None and not only_described(ctx, call):
             ctx.note(hit, f"not rewritten: the result is read for more than its name and total memory "
                           f"(compute capability and the like are CUDA's own), which `{target}` may not offer")
@@ -290,13 +305,15 @@ class CudaApi:
             else:
                 node, kind = call, "Call"
                 data["guard"] = fallback
-        return ctx.propose(hit, node, kind, f"Use `{target}`", data, entry.get("safety"))
+        return ctx.propose(hit, node, kind, f"Use `{target}`", data, safety)
 
     def rewrite(self, rx, original, updated, data):
         import libcst as cst
 
         if data.get("remove"):
             return cst.RemoveFromParent()
+        if "dtype" in data:
+            return rewrite_legacy_tensor(rx, original, updated, data)
         guard = data.get("guard")
         if isinstance(updated, cst.SimpleStatementLine):  # `if torch.accelerator.is_available(): <call>`
             call = updated.body[0].value

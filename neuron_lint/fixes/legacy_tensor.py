@@ -1,0 +1,58 @@
+"""``torch.cuda.LongTensor([a, b])`` -> ``torch.tensor([a, b], dtype=torch.long, device=<current device>)``.
+
+The legacy typed constructors build a tensor on the current CUDA device from data, or an
+uninitialised one from sizes (``torch.cuda.FloatTensor(4, 4)``, ``torch.cuda.LongTensor(n)``). Only
+the data form has a plain equivalent, and only a list or tuple display (or a list comprehension)
+is surely data: a name may hold a size. ``torch.tensor`` copies the data like the legacy
+constructor does for a sequence, and puts it on the device the other device rewrites use (the
+current CUDA device on CUDA). Megatron-style code (gpt-neox) builds its broadcast flags this way.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+#: ``torch.cuda.<Kind>Tensor`` -> the dtype name written (``torch.<name>``).
+DTYPES = {
+    "Float": "float", "Double": "double", "Half": "half", "BFloat16": "bfloat16", "Long": "long",
+    "Int": "int", "Short": "short", "Char": "int8", "Byte": "uint8", "Bool": "bool",
+}
+_TYPED = re.compile(r"torch\.cuda\.(\w+)Tensor$")
+
+
+def legacy_dtype(subject: str) -> str | None:
+    """``"long"`` for ``torch.cuda.LongTensor``; None for anything else."""
+    m = _TYPED.match(subject)
+    return DTYPES.get(m.group(1)) if m else None
+
+
+def plan_legacy_tensor(ctx, hit, dtype: str):
+    """The plan for ``hit`` (a ``torch.cuda.<Kind>Tensor`` reference), or None with a note."""
+    call = ctx.enclosing_call(hit.node)
+    if call is None:
+        return None  # a type (`isinstance(x, torch.cuda.FloatTensor)`, `x.type(...)`): no tensor is made
+    if call.keywords or len(call.args) != 1 or not isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp)):
+        ctx.note(hit, "not rewritten: only a list or tuple of values is surely data here (numbers or a name "
+                      "may be sizes, which make an uninitialised tensor); write "
+                      f"`torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(...)` by hand")
+        return None
+    data = ctx.device_or_note(hit, call)
+    if data is None:
+        return None
+    return ctx.propose(hit, call, "Call", f"Use `torch.tensor(..., dtype=torch.{dtype}, device=...)`",
+                       {**data, "dtype": dtype}, "safe")
+
+
+def rewrite_legacy_tensor(rx, original, updated, data):
+    import libcst as cst
+
+    from .nodes import attribute, keyword
+
+    torch = rx.dotted("torch", original)
+    (value,) = updated.args
+    return updated.with_changes(func=attribute(torch, "tensor"), args=[
+        value.with_changes(comma=cst.MaybeSentinel.DEFAULT),
+        keyword("dtype", attribute(torch, data["dtype"])),
+        keyword("device", rx.device(original, data)),
+    ])
