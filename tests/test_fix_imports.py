@@ -173,3 +173,39 @@ def test_an_added_import_of_torch_goes_where_isort_wants_it(head, expected):
     src = head + "\n\ndef f(x):\n    return x.cuda()\n"
     fixed = fix_text(src, "lib.py", Settings(select=("NRN201",))).text
     assert fixed.startswith(expected), fixed
+
+
+def _ruff_import_errors(path, root) -> str:
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "I001",
+                          str(path)], cwd=root, capture_output=True, text=True, timeout=60)
+    return "" if run.returncode == 0 else run.stdout
+
+
+@pytest.mark.parametrize("head,expected", [
+    # detectron2's DensePose: the project's own `detectron2` is a section after the third-party torch
+    ("from mypkg.config import CN\n", "import torch\n\nfrom mypkg.config import CN\n"),
+    ("import os\n\nfrom mypkg.config import CN\n", "import os\n\nimport torch\n\nfrom mypkg.config import CN\n"),
+    ("import numpy as np\n\nfrom mypkg import config\n",
+     "import numpy as np\nimport torch\n\nfrom mypkg import config\n"),
+    # a relative import is the project's own too
+    ("import os\n\nfrom . import sibling\n", "import os\n\nimport torch\n\nfrom . import sibling\n"),
+    # a module that does not resolve in the project is third-party
+    ("import os\n\nfrom elsewhere import CN\n", "import os\n\nimport torch\nfrom elsewhere import CN\n"),
+])
+def test_the_added_import_of_torch_goes_before_the_projects_own_modules(tmp_path, head, expected):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "config.py").write_text("CN = object\n")
+    (tmp_path / "tools").mkdir()
+    src = head + "\n\ndef f(x):\n    return x.cuda()\n"
+    path = tmp_path / "tools" / "train.py"
+    path.write_text(src)
+    assert _ruff_import_errors(path, tmp_path) == ""
+    fixed = fix_text(src, str(path), Settings(select=("NRN201",))).text
+    assert fixed.startswith(expected), fixed
+    path.write_text(fixed)
+    assert _ruff_import_errors(path, tmp_path) == ""

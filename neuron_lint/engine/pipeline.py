@@ -126,6 +126,7 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
     findings.sort(key=lambda f: f.sort_key)
     if settings.fix_edits and any(f.fix is not None and f.fix.fixer for f in findings):
         # LibCST: only for files whose fixes must be spelled out
+        from ..fixes.first_party import current_file
         from ..fixes.line_length import current_line_length, line_length_of
         from ..fixes.passes import advertised
         from ..fixes.rewrite import forget, with_edits
@@ -134,7 +135,7 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
         # project's line length, a result that does not parse), so that check offers what fix does.
         # Both work on one LibCST parse of the text, let go of afterwards.
         limit = line_length_of(os.path.dirname(os.path.abspath(path)))
-        with current_line_length(limit):
+        with current_line_length(limit), current_file(path):
             findings = advertised(text, with_edits(text, findings, settings), settings, path, limit)
         forget()
     return findings

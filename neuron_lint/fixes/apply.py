@@ -18,6 +18,7 @@ from ..config.settings import Settings
 from ..engine.pipeline import analyze_source
 from ..io.positions import LineIndex
 from ..model import Finding
+from .first_party import current_file
 from .line_length import DEFAULT_LINE_LENGTH, current_line_length
 from .passes import applicable, one_pass
 
@@ -60,7 +61,7 @@ def fix_text(
     """
     settings = settings or Settings()
     catalog = catalog or load_catalog()
-    with current_line_length(line_length):
+    with current_line_length(line_length), current_file(path):
         return _fix_text(text, path, settings, catalog, newline, line_length)
 
 

@@ -53,38 +53,66 @@ class TopLevelAddImports(AddImportsVisitor):
 
 def sorted_torch_import(tree: cst.Module) -> cst.Module:
     """``tree`` with the ``import torch`` LibCST appended to the top imports moved to where isort
-    (ruff's I001) wants it in its group: before the first non-stdlib ``from ... import`` and before
-    a plain import that sorts after it (fairscale: after ``import torch.nn as nn``; detectron2's
-    DensePose: after ``from detectron2.config import ...``)."""
-    import sys
-
+    (ruff's I001) wants it: in the third-party section, after the standard library and before the
+    project's own modules (a blank line between sections), before the section's ``from ... import``
+    statements and before a plain import that sorts after it (fairscale: after ``import torch.nn as
+    nn``; detectron2's DensePose: above ``from detectron2.config import ...``, a blank line between)."""
     body = list(tree.body)
     at = next((i for i, stmt in enumerate(body) if _lone_import(stmt) and isinstance(stmt.body[0], cst.Import)
                and [(_name(a.name), a.asname) for a in stmt.body[0].names] == [("torch", None)]), None)
     if not at:
         return tree
-    start = at
-    while start > 0 and _lone_import(body[start - 1]) and not any(
-            line.comment is None for line in body[start].leading_lines):
-        start -= 1
-    stdlib = getattr(sys, "stdlib_module_names", frozenset())
-    for j in range(start, at):
-        small = body[j].body[0]
-        if isinstance(small, cst.ImportFrom):
-            top = _name(small.module).split(".")[0] if small.module is not None and not small.relative else ""
-            after = top not in stdlib
-        else:
-            names = [_name(a.name) for a in small.names]
-            after = all(n.split(".")[0] not in stdlib for n in names) and min(names) > "torch"
-        if after:
-            moved = body.pop(at).with_changes(leading_lines=body[j].leading_lines)
-            body[j] = body[j].with_changes(leading_lines=[])
-            body.insert(j, moved)
+    first = at
+    while first > 0 and _lone_import(body[first - 1]):
+        first -= 1
+    sections = {j: _section(body[j].body[0]) for j in range(first, at)}
+    j = next((j for j in range(first, at) if sections[j] == "first"
+              or (sections[j] == "third" and _sorts_after_torch(body[j].body[0]))), None)
+    if j is None:
+        if not body[at].leading_lines and sections.get(at - 1) == "stdlib":  # a section of its own
+            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine()])
             return tree.with_changes(body=body)
-    if not body[at].leading_lines:  # after standard-library imports only: its own group
-        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine()])
-        return tree.with_changes(body=body)
-    return tree
+        return tree
+    moved, target = body.pop(at), body[j]
+    previous = sections.get(j - 1)
+    if sections[j] == "third" or previous is None:  # in the section of the import it goes before, or first
+        moved = moved.with_changes(leading_lines=target.leading_lines)
+        target = target.with_changes(leading_lines=[cst.EmptyLine()] if sections[j] == "first" else [])
+    elif previous == "third":  # the end of the third-party section, before the project's own
+        moved = moved.with_changes(leading_lines=[])
+    else:  # after the standard library: a section between it and the project's own
+        moved = moved.with_changes(leading_lines=[cst.EmptyLine()])
+        if not target.leading_lines or target.leading_lines[0].comment is not None:
+            target = target.with_changes(leading_lines=[cst.EmptyLine(), *target.leading_lines])
+    body[j] = target
+    body.insert(j, moved)
+    return tree.with_changes(body=body)
+
+
+def _section(small) -> str:
+    """``"stdlib"``, ``"third"`` or ``"first"`` (the project's own, or a relative import)."""
+    import sys
+
+    from .first_party import is_first_party
+
+    if isinstance(small, cst.ImportFrom):
+        if small.relative:
+            return "first"
+        module = _name(small.module) if small.module is not None else ""
+        modules = [module]
+    else:
+        modules = [_name(a.name) for a in small.names]
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    if all(m.split(".")[0] in stdlib for m in modules):
+        return "stdlib"
+    return "first" if any(is_first_party(m) for m in modules) else "third"
+
+
+def _sorts_after_torch(small) -> bool:
+    """Does this third-party import come after ``import torch`` (every ``from`` import does)?"""
+    if isinstance(small, cst.ImportFrom):
+        return True
+    return min(_name(a.name).lower() for a in small.names) > "torch"
 
 
 def _name(node) -> str:

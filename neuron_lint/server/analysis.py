@@ -112,12 +112,13 @@ class Engine:
         applying them all but not for applying one.
         """
         from ..engine.pipeline import parse
+        from ..fixes.first_party import current_file
         from ..fixes.line_length import current_line_length
         from ..fixes.rewrite import with_edits
 
         wanted = findings[:MAX_QUICK_FIXES]
         try:
-            with current_line_length(analysis.settings.line_length):
+            with current_line_length(analysis.settings.line_length), current_file(analysis.path):
                 done = with_edits(analysis.view.text, wanted, analysis.settings.settings,
                                   self._module(analysis.view.text))
         except Exception:
