@@ -242,3 +242,25 @@ def test_the_device_variable_is_one_line_where_the_projects_line_length_allows_i
     findings = check_source(src, str(path), Settings(select=("NRN2",), fix_edits=True))
     contents = "".join(e.content for f in findings if f.fix for e in f.fix.edits)
     assert "DEVICE = torch.accelerator.current_accelerator() if" in contents
+
+
+def _chain(name_length: int) -> str:
+    """A ruff-formatted script: `model = AutoModel.from_pretrained("m...m", ...).cuda()`."""
+    text = (
+        "import torch\nfrom transformers import AutoModel\n\n"
+        f'model = AutoModel.from_pretrained("{"m" * name_length}", torch_dtype=torch.float16).cuda()\n'
+        "print(model)\n"
+    )
+    return _ruff_format(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name_length", [10, 17, 18, 19, 20, 21, 22, 30])
+def test_a_call_chain_given_a_device_is_laid_out_as_ruff_format_does(name_length):
+    """diffusers' gligen: `A.from_pretrained(\n    "..."\n).cuda()` -> `.to(DEVICE)`; with the
+    head of the chain on one line within the limit, ruff splits at `.to(` instead (19 to 21)."""
+    text = _chain(name_length)
+    assert _ruff_format(text) == text
+    fixed = fix_text(text, "train.py", Settings(select=("NRN201",))).text
+    assert ".to(" in fixed and ".cuda()" not in fixed
+    assert _ruff_format(fixed) == fixed

@@ -94,6 +94,8 @@ def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: 
         grown = _grown(current, text, limit) if kept else None
         if grown and keeps_length():
             text = _wrapped(current, text, limit, path, grown)
+        if kept and text != current:
+            text = _rejoined(current, text, limit, path, keeps_length)
         return text, kept
 
     new, used = apply(wanted)
@@ -150,6 +152,17 @@ def _wrapped(current: str, new: str, limit: int, path: str, grown: set[int] | No
 
     wrapped = wrap_lines(new, grown, limit, path)
     return wrapped if wrapped != new and _parses(wrapped, path) else new
+
+
+def _rejoined(current: str, new: str, limit: int, path: str, keeps_length) -> str:
+    """``new`` with the call chains a fix gave arguments at the end laid out as ``ruff format``
+    would (see :mod:`neuron_lint.fixes.rejoin`), in a file that keeps to ``limit``."""
+    from .rejoin import rejoin
+
+    rejoined = rejoin(current, new, limit, path)
+    if rejoined == new or not keeps_length():
+        return new
+    return rejoined if _parses(rejoined, path) else new
 
 
 def _long_code_lines(text: str, limit: int) -> int:

@@ -1,0 +1,131 @@
+"""Lay out a call chain whose last call a fix gave arguments, the way ``ruff format`` does.
+
+A formatter splits ``x = A.from_pretrained("...").cuda()`` at ``from_pretrained(``, the last
+bracket pair with something inside. Once ``.cuda()`` is ``.to(DEVICE)`` the last pair has
+contents, and ``ruff format`` (like black) splits there instead when what comes before it fits
+on one line, or joins the statement when all of it fits (diffusers' gligen ``make_datasets.py``)::
+
+    grounding_dino_model = AutoModelForZeroShotObjectDetection.from_pretrained(
+        "IDEA-Research/grounding-dino-base"
+    ).to(DEVICE)
+
+becomes, within 119 columns,
+
+    grounding_dino_model = AutoModelForZeroShotObjectDetection.from_pretrained("IDEA-Research/grounding-dino-base").to(
+        DEVICE
+    )
+
+Only that shape is handled: a simple statement (an expression, an assignment or a ``return``)
+whose value is ``<call>(<arguments on one line>).<name>(<arguments>)``, the inner call split
+around its arguments with no comment and no trailing comma, on lines a fix changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+
+import libcst as cst
+
+from ..engine.parsing import parse
+from ..errors import ParseError
+
+#: The last line of the shape: ``).to(DEVICE)``.
+_CLOSING = re.compile(r"^\s*\)\.\w+\(.+\)\s*$")
+_NONE = cst.SimpleWhitespace("")
+
+
+def _changed_lines(current: str, new: str) -> set[int]:
+    a, b = current.splitlines(), new.splitlines()
+    changed: set[int] = set()
+    for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            changed.update(range(j1 + 1, j2 + 1))
+    return changed
+
+
+def _chain(stmt: cst.SimpleStatementLine):
+    """(outer call, inner call, setter) of the shape, or None; ``setter(call)`` rebuilds ``stmt``."""
+    if len(stmt.body) != 1:
+        return None
+    small = stmt.body[0]
+    if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)):
+        outer = small.value
+    else:
+        return None
+    if not (isinstance(outer, cst.Call) and outer.args and not outer.lpar and isinstance(outer.func, cst.Attribute)
+            and isinstance(outer.func.value, cst.Call) and outer.func.value.args):
+        return None
+    inner = outer.func.value
+    if not isinstance(inner.whitespace_before_args, cst.ParenthesizedWhitespace) or inner.args[-1].comma != cst.MaybeSentinel.DEFAULT:
+        return None
+
+    def setter(call):
+        return stmt.with_changes(body=[small.with_changes(value=call)])
+
+    return outer, inner, setter
+
+
+def _layouts(stmt: cst.SimpleStatementLine, indent_unit: str):
+    """(joined on one line, split at the last call's brackets) forms of ``stmt``, or None."""
+    found = _chain(stmt)
+    if found is None:
+        return None
+    outer, inner, setter = found
+    module = cst.Module(body=[])
+    inner_joined = inner.with_changes(whitespace_before_args=_NONE,
+                                      args=[*inner.args[:-1], inner.args[-1].with_changes(whitespace_after_arg=_NONE)])
+    if "\n" in module.code_for_node(inner_joined) or "#" in module.code_for_node(outer.func.with_changes(value=inner_joined)):
+        return None  # something else inside is on lines of its own (or a comment): not this shape
+    if "\n" in module.code_for_node(outer.with_changes(func=cst.Name("_"))):
+        return None  # the last call's own arguments are already split
+    joined_call = outer.with_changes(func=outer.func.with_changes(value=inner_joined))
+    broken = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), indent=True,
+                                         last_line=cst.SimpleWhitespace(indent_unit))
+    closing = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), indent=True,
+                                          last_line=cst.SimpleWhitespace(""))
+    split_call = joined_call.with_changes(
+        whitespace_before_args=broken,
+        args=[*outer.args[:-1], outer.args[-1].with_changes(whitespace_after_arg=closing)])
+    return setter(joined_call), setter(split_call)
+
+
+def rejoin(current: str, new: str, limit: int, path: str = "<string>", indent_unit: str = "    ") -> str:
+    """``new`` with each statement of the shape above, on lines changed from ``current``, laid out as
+    ``ruff format`` would within ``limit``; ``new`` itself when there is none."""
+    changed = {n for n in _changed_lines(current, new) if _CLOSING.match(new.splitlines()[n - 1])}
+    if not changed:
+        return new
+    try:
+        tree = parse(new, path)
+    except ParseError:
+        return new
+    source = new.splitlines(keepends=True)
+    done = False
+    statements = [s for s in ast.walk(tree) if isinstance(s, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr))
+                  and s.end_lineno in changed and s.end_lineno > s.lineno]
+    for node in sorted(statements, key=lambda s: -s.lineno):
+        first = source[node.lineno - 1]
+        column = len(first) - len(first.lstrip(" "))
+        if node.col_offset != column or first[:column].strip():
+            continue
+        ending = source[node.end_lineno - 1][len(source[node.end_lineno - 1].rstrip("\r\n")):]
+        code = "".join(source[node.lineno - 1:node.end_lineno])[column:]
+        try:
+            stmt = cst.parse_module(code).body[0]
+        except (cst.ParserSyntaxError, ValueError, IndexError):
+            continue
+        forms = _layouts(stmt, indent_unit) if isinstance(stmt, cst.SimpleStatementLine) else None
+        if forms is None:
+            continue
+        module = cst.Module(body=[])
+        pad = " " * column
+        for form in forms:
+            lines = module.code_for_node(form).rstrip("\r\n").split("\n")
+            if all(len(pad + line) <= limit for line in lines):
+                newline = "\r\n" if ending == "\r\n" else "\n"
+                source[node.lineno - 1:node.end_lineno] = [newline.join(pad + line for line in lines) + ending]
+                done = True
+                break
+    return "".join(source) if done else new
