@@ -180,7 +180,7 @@ def test_benchmark_false_and_a_redundant_determinism_switch_say_why_they_stay():
     """
     assert _fix(src, "NRN209") == textwrap.dedent(src)
     det, bench = (f.fix_note for f in _findings(src, "NRN209"))
-    assert "already calls `torch.use_deterministic_algorithms`" in det and "warn_only" in det
+    assert "already sets determinism for every device" in det and "warn_only" in det
     assert "turned on earlier" in bench and "default algorithm" in bench
 
 

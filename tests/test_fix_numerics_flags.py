@@ -107,7 +107,7 @@ def test_determinism_switch_is_left_when_the_module_already_chooses_a_mode():
     torch.backends.cudnn.deterministic = True
     """
     assert _fix(src, "NRN209") == textwrap.dedent(src)  # never weakened to warn_only
-    assert "already calls `torch.use_deterministic_algorithms`" in _notes(src, "NRN209")[0]
+    assert "already sets determinism for every device" in _notes(src, "NRN209")[0]
 
 
 def test_matmul_tf32_rewrite_sets_the_same_cublas_state():

@@ -23,7 +23,6 @@ around its arguments with no comment and no trailing comma, on lines a fix chang
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 
 import libcst as cst
@@ -36,13 +35,16 @@ _CLOSING = re.compile(r"^\s*\)\.\w+\(.+\)\s*$")
 _NONE = cst.SimpleWhitespace("")
 
 
-def _changed_lines(current: str, new: str) -> set[int]:
-    a, b = current.splitlines(), new.splitlines()
-    changed: set[int] = set()
-    for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag != "equal":
-            changed.update(range(j1 + 1, j2 + 1))
-    return changed
+def _changed_closings(current: str, new: str) -> set[int]:
+    """The lines of ``new`` that end the shape and are not lines of ``current``."""
+    old = None
+    found = set()
+    for n, line in enumerate(new.splitlines(), 1):
+        if _CLOSING.match(line):
+            old = set(current.splitlines()) if old is None else old
+            if line not in old:
+                found.add(n)
+    return found
 
 
 def _chain(stmt: cst.SimpleStatementLine):
@@ -58,8 +60,10 @@ def _chain(stmt: cst.SimpleStatementLine):
             and isinstance(outer.func.value, cst.Call) and outer.func.value.args):
         return None
     inner = outer.func.value
-    if not isinstance(inner.whitespace_before_args, cst.ParenthesizedWhitespace) or inner.args[-1].comma != cst.MaybeSentinel.DEFAULT:
+    if not isinstance(inner.whitespace_before_args, cst.ParenthesizedWhitespace):
         return None
+    if inner.args[-1].comma != cst.MaybeSentinel.DEFAULT:
+        return None  # a trailing comma keeps the arguments on lines of their own
 
     def setter(call):
         return stmt.with_changes(body=[small.with_changes(value=call)])
@@ -76,8 +80,8 @@ def _layouts(stmt: cst.SimpleStatementLine, indent_unit: str):
     module = cst.Module(body=[])
     inner_joined = inner.with_changes(whitespace_before_args=_NONE,
                                       args=[*inner.args[:-1], inner.args[-1].with_changes(whitespace_after_arg=_NONE)])
-    if "\n" in module.code_for_node(inner_joined) or "#" in module.code_for_node(outer.func.with_changes(value=inner_joined)):
-        return None  # something else inside is on lines of its own (or a comment): not this shape
+    if "#" in module.code_for_node(outer) or "\n" in module.code_for_node(inner_joined):
+        return None  # a comment (joining would lose it), or more lines inside: not this shape
     if "\n" in module.code_for_node(outer.with_changes(func=cst.Name("_"))):
         return None  # the last call's own arguments are already split
     joined_call = outer.with_changes(func=outer.func.with_changes(value=inner_joined))
@@ -94,7 +98,7 @@ def _layouts(stmt: cst.SimpleStatementLine, indent_unit: str):
 def rejoin(current: str, new: str, limit: int, path: str = "<string>", indent_unit: str = "    ") -> str:
     """``new`` with each statement of the shape above, on lines changed from ``current``, laid out as
     ``ruff format`` would within ``limit``; ``new`` itself when there is none."""
-    changed = {n for n in _changed_lines(current, new) if _CLOSING.match(new.splitlines()[n - 1])}
+    changed = _changed_closings(current, new)
     if not changed:
         return new
     try:

@@ -54,11 +54,17 @@ def _bool(node) -> bool | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, bool) else None
 
 
+#: The process-wide determinism switches: a module that sets one of them (torchtune's seed helper sets
+#: the debug mode, "error" included) is not given a second, ``warn_only`` call that would override it.
+_DETERMINISM_SWITCHES = frozenset({"torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"})
+_DETERMINISM_NAMES = frozenset(name.rsplit(".", 1)[1] for name in _DETERMINISM_SWITCHES)
+
+
 def _calls_use_deterministic(ctx) -> bool:
     if "_nrn209_det" not in ctx.__dict__:
         ctx.__dict__["_nrn209_det"] = any(
-            isinstance(n, ast.Call) and (ctx.qualname(n.func) == "torch.use_deterministic_algorithms"
-                                         or getattr(n.func, "attr", getattr(n.func, "id", "")) == "use_deterministic_algorithms")
+            isinstance(n, ast.Call) and (ctx.qualname(n.func) in _DETERMINISM_SWITCHES
+                                         or getattr(n.func, "attr", getattr(n.func, "id", "")) in _DETERMINISM_NAMES)
             for n in ast.walk(ctx.tree))
     return ctx.__dict__["_nrn209_det"]
 
@@ -140,9 +146,9 @@ class BackendFlags:
                 ctx.note(hit, f"not rewritten: it only turns cuDNN determinism off (the default); {_HARMLESS}")
                 return None
             if _calls_use_deterministic(ctx):
-                ctx.note(hit, "not rewritten: the module already calls `torch.use_deterministic_algorithms`, which "
-                              "asks every device (cuDNN included) for determinism; a second call here could "
-                              "override its mode (`warn_only`), and the cuDNN flag adds nothing for other devices; "
+                ctx.note(hit, "not rewritten: the module already sets determinism for every device "
+                              "(`torch.use_deterministic_algorithms` or `torch.set_deterministic_debug_mode`, cuDNN "
+                              "included); a second call here could override its mode (`warn_only`), and the cuDNN flag adds nothing for other devices; "
                               f"{_HARMLESS}")
                 return None
             return ctx.propose(

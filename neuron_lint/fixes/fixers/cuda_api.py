@@ -156,6 +156,28 @@ def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
 #: Their CUDA results are ``torch.cuda.Stream``s, whose ``__eq__`` is False for any other class.
 _STREAM_GETTERS = frozenset({"torch.cuda.current_stream"})
 
+#: Stream methods and functions that take any ``torch.Stream``.
+_STREAM_TAKERS = frozenset({"wait_stream", "record_stream", "wait_event", "record_event", "set_stream", "stream"})
+
+
+def _cuda_stream_needed(ctx, call: ast.Call) -> str:
+    """Why the ``torch.cuda.Stream`` that ``call`` returns must stay one ("" when it need not): it is
+    compared with another stream, its ``cuda_stream`` handle is read, or it is handed to code
+    outside torch (torchtune passes it to vLLM's NCCL broadcast, which reads ``stream.cuda_stream``)."""
+    parent = ctx.parent(call)
+    if isinstance(parent, ast.Compare):
+        return "the stream is compared with another one (a `torch.cuda.Stream` never equals a `torch.Stream`)"
+    if isinstance(parent, ast.Attribute) and parent.attr == "cuda_stream":
+        return "its `cuda_stream` handle is read"
+    outer = ctx.parent(parent) if isinstance(parent, ast.keyword) else parent
+    if isinstance(outer, ast.Call) and outer.func is not call:
+        name = ctx.qualname(outer.func) or ""
+        last = outer.func.attr if isinstance(outer.func, ast.Attribute) else getattr(outer.func, "id", "")
+        if not name.startswith("torch.") and last not in _STREAM_TAKERS:
+            return f"it is handed to `{ctx.segment(outer.func)}`, which may need a CUDA stream"
+    return ""
+
+
 def _loop_count(ctx, call: ast.Call) -> bool:
     """``for i in range(<call>):`` (or ``range(0, <call>)``)."""
     rng = ctx.parent(call)
@@ -254,10 +276,12 @@ class CudaApi:
             ctx.note(hit, f"not rewritten: the result is read for more than its name and total memory "
                           f"(compute capability and the like are CUDA's own), which `{target}` may not offer")
             return None
-        if hit.subject in _STREAM_GETTERS and call is not None and isinstance(ctx.parent(call), ast.Compare):
-            ctx.note(hit, "not rewritten: the stream is compared with another one, and on CUDA a `torch.cuda.Stream` "
-                          f"never equals the generic `torch.Stream` that `{target}` returns")
-            return None
+        if hit.subject in _STREAM_GETTERS and call is not None:
+            why = _cuda_stream_needed(ctx, call)
+            if why:
+                ctx.note(hit, f"not rewritten: {why}, and `{target}` returns a generic `torch.Stream`, which is "
+                              "not a `torch.cuda.Stream` even on CUDA")
+                return None
         form = entry.get("args", "any")
         if not _args_fit(call, form):
             ctx.note(hit, f"not rewritten: these arguments do not carry over to `{target}` unchanged")

@@ -40,6 +40,15 @@ def _is_storage(ctx, receiver) -> bool:
     return isinstance(keyword, ast.keyword) and keyword.arg == "map_location"
 
 
+#: Calls that give the current device's index: ``.cuda(torch.cuda.current_device())`` is ``.cuda()``.
+_CURRENT_INDEX = frozenset({"torch.cuda.current_device", "torch.accelerator.current_device_index"})
+
+
+def _is_current_index(ctx, node) -> bool:
+    return (isinstance(node, ast.Call) and not node.args and not node.keywords
+            and ctx.qualname(node.func) in _CURRENT_INDEX)
+
+
 class CudaCall:
     name = "cuda_call"
 
@@ -58,7 +67,9 @@ class CudaCall:
                 index = k.value
             elif k.arg not in ("non_blocking", "memory_format"):
                 return None
-        if index is not None and not (isinstance(index, ast.Constant) and index.value is None) and not looks_like_index(index):
+        current = _is_current_index(ctx, index)
+        if index is not None and not current and not (isinstance(index, ast.Constant) and index.value is None) \
+                and not looks_like_index(index):
             ctx.note(hit, "not rewritten: the argument may be a device object rather than an index; write `.to(device)` by hand")
             return None
         data = ctx.device_or_note(hit, call)
@@ -66,6 +77,8 @@ class CudaCall:
             return None
         if _is_storage(ctx, call.func.value):
             data = {**data, "storage": True}
+        if current:
+            data = {**data, "current": True}
         return ctx.propose(hit, call, "Call", "Move to the current accelerator with `.to(...)`", data)
 
     def rewrite(self, rx, original, updated, data):
@@ -82,6 +95,9 @@ class CudaCall:
         args = list(updated.args)
         index_at = next((i for i, a in enumerate(args) if a.keyword is None or a.keyword.value == "device"), None)
         if index_at is not None and args[index_at].keyword is not None and args[index_at].keyword.value != "device":
+            index_at = None
+        if index_at is not None and data.get("current"):  # `.cuda(torch.cuda.current_device())` is `.cuda()`
+            del args[index_at]
             index_at = None
         if index_at is None or is_none(args[index_at].value):
             target = rx.device(original, data)

@@ -14,6 +14,40 @@ import ast
 from ..guards import decided_region
 
 
+def _subject(cmp: ast.Compare):
+    """The compared expression of ``x == "<name>"`` (either way round), and the name; or None."""
+    if len(cmp.ops) != 1 or not isinstance(cmp.ops[0], (ast.Eq, ast.NotEq)):
+        return None
+    left, right = cmp.left, cmp.comparators[0]
+    if isinstance(left, ast.Constant) and isinstance(left.value, str):
+        left, right = right, left
+    if isinstance(right, ast.Constant) and isinstance(right.value, str):
+        return ast.dump(left), right.value
+    return None
+
+
+def _dispatched_name(ctx, cmp: ast.Compare) -> str | None:
+    """Another accelerator name the same expression is compared with in the ``if``/``elif`` chain
+    that ``cmp`` tests (gpt-neox: ``name == "cuda"`` runs nvidia-smi, ``elif name == "xpu"`` clinfo,
+    ``elif name == "npu"`` npu-smi), or None. The CPU is not another accelerator."""
+    node = ctx.parent(cmp)
+    if not (isinstance(node, ast.If) and node.test is cmp):
+        return None
+    subject = _subject(cmp)
+    if subject is None:
+        return None
+    top = node
+    while isinstance(ctx.parent(top), ast.If) and ctx.parent(top).orelse == [top]:
+        top = ctx.parent(top)
+    arm = top
+    while isinstance(arm, ast.If):
+        found = _subject(arm.test) if isinstance(arm.test, ast.Compare) else None
+        if found is not None and found[0] == subject[0] and found[1] not in ("cuda", "cpu", ""):
+            return found[1]
+        arm = arm.orelse[0] if len(arm.orelse) == 1 else None
+    return None
+
+
 class DeviceComparison:
     name = "device_comparison"
 
@@ -22,6 +56,11 @@ class DeviceComparison:
         if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], (ast.Eq, ast.NotEq))):
             ctx.note(hit, "not rewritten: only `== \"cuda\"` and `!= \"cuda\"` have a rewrite; compare "
                           "`torch.device(x).type` with the current accelerator's type by hand")
+            return None
+        other = _dispatched_name(ctx, cmp)
+        if other is not None:
+            ctx.note(hit, f"not rewritten: it is one arm of a choice among device names (`{other}` has its own), "
+                          "so the CUDA arm stays CUDA's")
             return None
         negated = isinstance(cmp.ops[0], ast.NotEq)
         region, why = decided_region(ctx, cmp, negated=negated)
