@@ -28,13 +28,16 @@ def _subject(cmp: ast.Compare):
 
 def _dispatched_name(ctx, cmp: ast.Compare) -> str | None:
     """Another accelerator name the same expression is compared with in the ``if``/``elif`` chain
-    that ``cmp`` tests (gpt-neox: ``name == "cuda"`` runs nvidia-smi, ``elif name == "xpu"`` clinfo,
-    ``elif name == "npu"`` npu-smi), or None. The CPU is not another accelerator."""
+    that ``cmp`` tests, when the CUDA arm holds nothing neuron-lint reports (gpt-neox: ``name ==
+    "cuda"`` runs nvidia-smi, ``elif name == "xpu"`` clinfo, ``elif name == "npu"`` npu-smi), or
+    None. The CPU is not another accelerator."""
     node = ctx.parent(cmp)
     if not (isinstance(node, ast.If) and node.test is cmp):
         return None
     subject = _subject(cmp)
-    if subject is None:
+    if subject is None or any(id(n) in ctx.flagged for stmt in node.body for n in ast.walk(stmt)):
+        # an arm whose CUDA code neuron-lint rewrites (timm: `torch.cuda.synchronize()` beside
+        # `elif device.type == "npu": torch.npu.synchronize()`) serves every accelerator once rewritten
         return None
     top = node
     while isinstance(ctx.parent(top), ast.If) and ctx.parent(top).orelse == [top]:
