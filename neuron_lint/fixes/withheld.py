@@ -6,7 +6,8 @@
   a torch API;
 - code a test expects to raise (inside ``with pytest.raises(...)``);
 - in a test module, a CUDA availability check or device count (a skip, a device list, a world
-  size): it decides whether and where tests run (:func:`test_gate`).
+  size): it decides whether and where tests run (:func:`test_gate`);
+- a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "Rewritten, CUDA-only tests would run on Trainium, and what they need (kernels, Inductor, "
                 "CUDA graphs, the project's compiled operators) is mostly out of sight; decide by hand which "
                 "tests Trainium runs")
+    mocked = mocked_by_tests(ctx, node)
+    if mocked:
+        return (f"not rewritten: the project's tests replace `{mocked}` (`mock.patch`, `monkeypatch`), so the "
+                "rewritten code would no longer call what they replace and they would fail; change the tests "
+                "and this code together")
     fallback = api_fallback(ctx, node)
     if fallback:
         return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
@@ -88,6 +94,30 @@ def test_gate(ctx, node: ast.AST) -> str:
         if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES:
             return ctx.segment(n) or ctx.qualname(n)
     return ""
+
+
+def mocked_by_tests(ctx, node: ast.AST) -> str:
+    """A ``torch.cuda`` function at ``node`` that the project's tests replace, in a function those
+    tests use (see :mod:`neuron_lint.fixes.mocked`), or ``""``."""
+    found = None
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr != "cuda":
+            qual = ctx.qualname(n)
+            if qual and qual.startswith("torch.cuda."):
+                if found is None:
+                    from .mocked import mocked_cuda
+
+                    found = mocked_cuda(ctx.path)
+                    if not found[0] or not _in_function_named(ctx, node, found[1]):
+                        return ""
+                if qual in found[0]:
+                    return qual
+    return ""
+
+
+def _in_function_named(ctx, node: ast.AST, names: frozenset[str]) -> bool:
+    return any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name in names
+               for p in ctx.ancestors(node))
 
 
 _MISSING_API = {"AttributeError", "ImportError", "ModuleNotFoundError", "NameError"}

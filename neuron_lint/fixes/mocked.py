@@ -1,0 +1,120 @@
+"""The ``torch.cuda`` functions a project's tests replace, which a fix must keep calling.
+
+litgpt's tests patch ``torch.cuda.is_available`` and ``torch.cuda.device_count``
+(``mock.patch("torch.cuda.is_available", return_value=True)``) to drive its device helpers on a
+machine without a GPU; peft's patch ``torch.cuda.empty_cache``. Rewritten to ``torch.accelerator``,
+the helpers no longer call what the tests replace, and those tests fail on every machine. Such a
+name is left, with a note, in the functions those tests use: a function whose name the test module
+imports or calls (``from litgpt.utils import check_nvlink_connectivity``).
+
+The project is the nearest folder up from the file with a ``pyproject.toml``, ``setup.py`` or
+``setup.cfg`` (or the repository root); its test modules (``test_*.py``, ``*_test.py``,
+``conftest.py``, anything under a ``tests``/``test`` folder) are read once per process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from functools import lru_cache
+
+_BY_NAME = re.compile(r"""["']torch\.cuda\.(\w+)["']""")  # mock.patch("torch.cuda.is_available")
+_BY_OBJECT = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']""")  # monkeypatch.setattr(torch.cuda, "device_count", ...)
+_PATCHING = ("patch", "setattr")
+_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg")
+_SKIPPED = {"node_modules", "site-packages", "build", "dist", "__pycache__"}
+_MAX_FILES = 20_000  # test files read at most (a project's own, not a vendored tree's)
+_MAX_BYTES = 1024 * 1024
+_MAX_DEPTH = 32
+
+
+_NOTHING = (frozenset(), frozenset())
+#: Modules whose functions a test calls that are not the code under test (``unittest.main()``).
+_NOT_THE_PROJECT = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "mock", "pytest", "numpy", "np"}
+
+
+def mocked_cuda(path: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``torch.cuda.<name>`` of each function the tests of ``path``'s project replace, and the
+    names of what those tests import or call (the code under test)."""
+    if not path or not os.path.isfile(path):  # text with no place in a project
+        return _NOTHING
+    root = _project(os.path.dirname(os.path.abspath(path)))
+    return _scan(root) if root else _NOTHING
+
+
+def _used_names(text: str) -> set[str]:
+    """What a test module imports by name, or calls on what it imports: ``from pkg.utils import
+    count``, ``utils.count()``."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    modules: set[str] = set()  # names bound by imports: `utils` of `from pkg import utils`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update(a.name for a in node.names)
+            modules.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname or a.name.split(".")[0] for a in node.names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            head = node.func.value
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if isinstance(head, ast.Name) and head.id in modules and head.id not in _NOT_THE_PROJECT:
+                names.add(node.func.attr)
+    return names
+
+
+@lru_cache(maxsize=256)
+def _project(folder: str) -> str | None:
+    here = folder
+    for _ in range(_MAX_DEPTH):
+        if any(os.path.isfile(os.path.join(here, m)) for m in _MARKERS) or os.path.exists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return None
+
+
+def _is_test_module(folder_parts: tuple[str, ...], name: str) -> bool:
+    if not name.endswith(".py"):
+        return False
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test") for p in folder_parts))
+
+
+@lru_cache(maxsize=32)
+def _scan(root: str) -> tuple[frozenset[str], frozenset[str]]:
+    found: set[str] = set()
+    used: set[str] = set()
+    read = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED and "venv" not in d]
+        parts = tuple(os.path.relpath(folder, root).split(os.sep))
+        for name in files:
+            if not _is_test_module(parts, name) or read >= _MAX_FILES:
+                continue
+            read += 1
+            try:
+                with open(os.path.join(folder, name), "rb") as fh:
+                    data = fh.read(_MAX_BYTES)
+            except OSError:
+                continue
+            if b"torch.cuda" not in data or not (b"patch" in data or b"setattr" in data):
+                continue
+            text = data.decode("utf-8", "replace")
+            before = len(found)
+            for line in text.splitlines():
+                if "torch.cuda" in line and any(p in line for p in _PATCHING):
+                    found.update(_BY_NAME.findall(line))
+                    found.update(_BY_OBJECT.findall(line))
+            if len(found) > before:
+                used.update(_used_names(text))
+    return frozenset(f"torch.cuda.{name}" for name in found), frozenset(used)

@@ -1,0 +1,72 @@
+"""A ``torch.cuda`` function the project's own tests replace is left where the code calls it.
+
+litgpt's and peft's tests patch ``torch.cuda.is_available``/``device_count``/``empty_cache`` to
+drive their device helpers on a machine without a GPU; rewritten to ``torch.accelerator``, the
+helpers stop calling what the tests replace, and those tests fail on every machine.
+"""
+
+from __future__ import annotations
+
+from neuron_lint.api import check_source
+from neuron_lint.config.settings import Settings
+from neuron_lint.fixes.apply import fix_text
+
+LIBRARY = (
+    "import torch\n\n\n"
+    "def count():\n"
+    "    if torch.cuda.is_available():\n"
+    "        return torch.cuda.device_count()\n"
+    "    return 0\n\n\n"
+    "def wait():\n"
+    "    torch.cuda.synchronize()\n"
+)
+TESTS = (
+    "from unittest import mock\n\n"
+    "from pkg.utils import count\n\n\n"
+    '@mock.patch("torch.cuda.device_count", return_value=3)\n'
+    '@mock.patch("torch.cuda.is_available", return_value=True)\n'
+    "def test_count(*_):\n"
+    "    assert count() == 3\n"
+)
+SETTINGS = Settings(select=("NRN203",))
+
+
+def _project(tmp_path, tests: str | None):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pkg").mkdir()
+    library = tmp_path / "pkg" / "utils.py"
+    library.write_text(LIBRARY)
+    if tests is not None:
+        (tmp_path / "tests").mkdir()
+        (tmp_path / "tests" / "test_utils.py").write_text(tests)
+    return str(library)
+
+
+def test_what_the_tests_replace_stays_and_says_why(tmp_path):
+    path = _project(tmp_path, TESTS)
+    fixed = fix_text(LIBRARY, path, SETTINGS).text
+    assert "if torch.cuda.is_available():\n        return torch.cuda.device_count()" in fixed
+    assert "torch.accelerator.synchronize()" in fixed  # not replaced by the tests: rewritten
+    notes = {f.line: f.fix_note for f in check_source(LIBRARY, path, SETTINGS)}
+    assert "tests replace `torch.cuda.is_available`" in notes[5]
+
+
+def test_without_such_tests_the_same_code_is_rewritten(tmp_path):
+    path = _project(tmp_path, TESTS.replace("mock.patch", "mock.sentinel").replace("torch.cuda.", "x."))
+    fixed = fix_text(LIBRARY, path, SETTINGS).text
+    assert "torch.accelerator.is_available()" in fixed and "torch.accelerator.device_count()" in fixed
+
+
+def test_monkeypatch_on_the_module_counts_too(tmp_path):
+    tests = ("import torch\n\nfrom pkg import utils\n\n\ndef test_count(monkeypatch):\n"
+             "    monkeypatch.setattr(torch.cuda, \"is_available\", lambda: False)\n    assert utils.count() == 0\n")
+    path = _project(tmp_path, tests)
+    assert "if torch.cuda.is_available():" in fix_text(LIBRARY, path, SETTINGS).text
+
+
+def test_a_function_the_tests_do_not_use_is_rewritten(tmp_path):
+    library = LIBRARY + "\n\ndef other():\n    print(torch.cuda.device_count())\n"
+    path = _project(tmp_path, TESTS)
+    fixed = fix_text(library, path, SETTINGS).text
+    assert "if torch.cuda.is_available():" in fixed
+    assert "def other():\n    print(torch.accelerator.device_count())" in fixed
