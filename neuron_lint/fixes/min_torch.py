@@ -32,7 +32,8 @@ def project_root(start: Path) -> Path | None:
     return None
 
 
-_PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+#: What marks a project's own root (or the repository's): nothing above it decides for it.
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 
 
 def _bounding_project(start: Path):
@@ -50,7 +51,7 @@ def _bounding_project(start: Path):
         found = declared_torch(root)
         if found is not None:
             return found
-        if root.parent == root or any(os.path.exists(root / m) for m in _PROJECT_MARKERS):
+        if root.parent == root or any(os.path.exists(root / m) for m in PROJECT_MARKERS):
             return None  # the repository root, or a package's own project: nothing above it decides
         root = project_root(root.parent)
     return None

@@ -19,10 +19,11 @@ import re
 import sys
 from functools import lru_cache
 
+from .min_torch import PROJECT_MARKERS
+
 _BY_NAME = re.compile(r"""["']torch\.cuda\.(\w+)["']""")  # mock.patch("torch.cuda.is_available")
 _BY_OBJECT = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']""")  # monkeypatch.setattr(torch.cuda, "device_count", ...)
 _PATCHING = ("patch", "setattr")
-_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg")
 _SKIPPED = {"node_modules", "site-packages", "build", "dist", "__pycache__"}
 _MAX_FILES = 20_000  # test files read at most (a project's own, not a vendored tree's)
 _MAX_BYTES = 1024 * 1024
@@ -74,7 +75,7 @@ def _used_names(text: str) -> set[str]:
 def _project(folder: str) -> str | None:
     here = folder
     for _ in range(_MAX_DEPTH):
-        if any(os.path.isfile(os.path.join(here, m)) for m in _MARKERS) or os.path.exists(os.path.join(here, ".git")):
+        if any(os.path.exists(os.path.join(here, m)) for m in PROJECT_MARKERS):
             return here
         parent = os.path.dirname(here)
         if parent == here:

@@ -148,7 +148,8 @@ class BackendFlags:
             if _calls_use_deterministic(ctx):
                 ctx.note(hit, "not rewritten: the module already sets determinism for every device "
                               "(`torch.use_deterministic_algorithms` or `torch.set_deterministic_debug_mode`, cuDNN "
-                              "included); a second call here could override its mode (`warn_only`), and the cuDNN flag adds nothing for other devices; "
+                              "included); a second call here could override its mode (`warn_only`), and the cuDNN "
+                              "flag adds nothing for other devices; "
                               f"{_HARMLESS}")
                 return None
             return ctx.propose(
