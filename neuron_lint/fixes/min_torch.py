@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .project_scan import PROJECT_MARKERS
+
 #: The oldest PyTorch a fix may target: ``torch.accelerator``, which every device rewrite uses, is new in 2.6.
 FIX_TORCH_FLOOR = (2, 6)
 #: The PyTorch TorchNeuron needs: the default for a project that declares no lower bound for torch
@@ -32,8 +34,6 @@ def project_root(start: Path) -> Path | None:
     return None
 
 
-#: What marks a project's own root (or the repository's): nothing above it decides for it.
-PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 
 
 def _bounding_project(start: Path):

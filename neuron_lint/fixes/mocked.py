@@ -19,15 +19,11 @@ import re
 import sys
 from functools import lru_cache
 
-from .min_torch import PROJECT_MARKERS
+from .project_scan import project_root, python_files
 
 _BY_NAME = re.compile(r"""["']torch\.cuda\.(\w+)["']""")  # mock.patch("torch.cuda.is_available")
 _BY_OBJECT = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']""")  # monkeypatch.setattr(torch.cuda, "device_count", ...)
 _PATCHING = ("patch", "setattr")
-_SKIPPED = {"node_modules", "site-packages", "build", "dist", "__pycache__"}
-_MAX_FILES = 20_000  # test files read at most (a project's own, not a vendored tree's)
-_MAX_BYTES = 1024 * 1024
-_MAX_DEPTH = 32
 
 
 _NOTHING = (frozenset(), frozenset())
@@ -40,7 +36,7 @@ def mocked_cuda(path: str) -> tuple[frozenset[str], frozenset[str]]:
     names of what those tests import or call (the code under test)."""
     if not path or not os.path.isfile(path):  # text with no place in a project
         return _NOTHING
-    root = _project(os.path.dirname(os.path.abspath(path)))
+    root = project_root(path)
     return _scan(root) if root else _NOTHING
 
 
@@ -71,22 +67,7 @@ def _used_names(text: str) -> set[str]:
     return names
 
 
-@lru_cache(maxsize=256)
-def _project(folder: str) -> str | None:
-    here = folder
-    for _ in range(_MAX_DEPTH):
-        if any(os.path.exists(os.path.join(here, m)) for m in PROJECT_MARKERS):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-    return None
-
-
 def _is_test_module(folder_parts: tuple[str, ...], name: str) -> bool:
-    if not name.endswith(".py"):
-        return False
     return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
             or any(p in ("tests", "test") for p in folder_parts))
 
@@ -95,27 +76,15 @@ def _is_test_module(folder_parts: tuple[str, ...], name: str) -> bool:
 def _scan(root: str) -> tuple[frozenset[str], frozenset[str]]:
     found: set[str] = set()
     used: set[str] = set()
-    read = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED and "venv" not in d]
-        parts = tuple(os.path.relpath(folder, root).split(os.sep))
-        for name in files:
-            if not _is_test_module(parts, name) or read >= _MAX_FILES:
-                continue
-            read += 1
-            try:
-                with open(os.path.join(folder, name), "rb") as fh:
-                    data = fh.read(_MAX_BYTES)
-            except OSError:
-                continue
-            if b"torch.cuda" not in data or not (b"patch" in data or b"setattr" in data):
-                continue
-            text = data.decode("utf-8", "replace")
-            before = len(found)
-            for line in text.splitlines():
-                if "torch.cuda" in line and any(p in line for p in _PATCHING):
-                    found.update(_BY_NAME.findall(line))
-                    found.update(_BY_OBJECT.findall(line))
-            if len(found) > before:
-                used.update(_used_names(text))
+    for _, data in python_files(root, _is_test_module):
+        if b"torch.cuda" not in data or not (b"patch" in data or b"setattr" in data):
+            continue
+        text = data.decode("utf-8", "replace")
+        before = len(found)
+        for line in text.splitlines():
+            if "torch.cuda" in line and any(p in line for p in _PATCHING):
+                found.update(_BY_NAME.findall(line))
+                found.update(_BY_OBJECT.findall(line))
+        if len(found) > before:
+            used.update(_used_names(text))
     return frozenset(f"torch.cuda.{name}" for name in found), frozenset(used)

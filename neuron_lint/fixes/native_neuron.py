@@ -22,26 +22,9 @@ import functools
 import os
 import re
 
+from .project_scan import project_root, python_files
+
 _EVIDENCE = re.compile(rb"\bis_\w*neuron\w*_available\b|\bMULTI_NEU" rb"RON\b|\btorch\.neu" rb"ron\.\w+")
-_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-_SKIPPED = {"node_modules", "site-packages", "__pycache__", "build", "dist", "venv", "env"}
-_MAX_FILES = 20_000  # a bound on the scan of a huge tree
-_MAX_BYTES = 2 * 1024 * 1024  # files larger than this are not read
-
-
-def project_root(path: str) -> str | None:
-    """The nearest folder up from ``path`` that holds a project marker, or None."""
-    try:
-        folder = os.path.dirname(os.path.abspath(path))
-    except (OSError, ValueError):
-        return None
-    while True:
-        if any(os.path.exists(os.path.join(folder, m)) for m in _MARKERS):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
 
 
 def native_neuron_evidence(path: str) -> str:
@@ -54,28 +37,12 @@ def native_neuron_evidence(path: str) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _scan(root: str) -> str:
-    seen = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED)
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            seen += 1
-            if seen > _MAX_FILES:
-                return ""
-            full = os.path.join(folder, name)
-            try:
-                if os.path.getsize(full) > _MAX_BYTES:
-                    continue
-                with open(full, "rb") as f:
-                    data = f.read()
-            except OSError:
-                continue
-            for m in _EVIDENCE.finditer(data):
-                start = data.rfind(b"\n", 0, m.start()) + 1
-                if b"#" in data[start:m.start()]:
-                    continue  # in a comment
-                line = data.count(b"\n", 0, m.start()) + 1
-                rel = os.path.relpath(full, root)
-                return f"`{m.group().decode()}` in {rel}:{line}"
+    for full, data in python_files(root):
+        for m in _EVIDENCE.finditer(data):
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            if b"#" in data[start:m.start()]:
+                continue  # in a comment
+            line = data.count(b"\n", 0, m.start()) + 1
+            rel = os.path.relpath(full, root)
+            return f"`{m.group().decode()}` in {rel}:{line}"
     return ""

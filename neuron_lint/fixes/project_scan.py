@@ -1,0 +1,59 @@
+"""The project around a file, and its Python files, for the few fixes that look past one module.
+
+A project's root is the nearest folder up with a ``pyproject.toml``, ``setup.py``, ``setup.cfg``
+or ``.git``. Its files are read in a fixed order, skipping hidden folders, virtual environments and
+build output, at most ``MAX_FILES`` of them and none above ``MAX_BYTES``: what
+:mod:`.native_neuron` (does the project already reach Trainium natively?) and :mod:`.mocked`
+(which ``torch.cuda`` functions do its tests replace?) read, once per process each.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterator
+
+#: What marks a project's own root (or the repository's): nothing above it decides for it.
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+_SKIPPED = {"node_modules", "site-packages", "__pycache__", "build", "dist", "venv", "env"}
+MAX_FILES = 20_000  # a bound on the scan of a huge tree
+MAX_BYTES = 2 * 1024 * 1024  # files larger than this are not read
+
+
+def project_root(path: str) -> str | None:
+    """The nearest folder up from ``path`` that holds a project marker, or None."""
+    try:
+        folder = os.path.dirname(os.path.abspath(path))
+    except (OSError, ValueError):
+        return None
+    while True:
+        if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def python_files(root: str, wanted: Callable[[tuple[str, ...], str], bool] | None = None,
+                 ) -> Iterator[tuple[str, bytes]]:
+    """``(path, bytes)`` of the ``.py`` files under ``root`` (for which ``wanted(folder parts
+    relative to root, name)`` holds), in a fixed order; unreadable ones are passed over."""
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED and "venv" not in d)
+        parts = tuple(os.path.relpath(folder, root).split(os.sep))
+        for name in sorted(files):
+            if not name.endswith(".py") or (wanted is not None and not wanted(parts, name)):
+                continue
+            seen += 1
+            if seen > MAX_FILES:
+                return
+            full = os.path.join(folder, name)
+            try:
+                if os.path.getsize(full) > MAX_BYTES:
+                    continue
+                with open(full, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            yield full, data
