@@ -296,6 +296,9 @@ def test_a_file_whose_code_already_passes_the_line_length_is_not_held_to_it():
     ("setup.cfg", "[metadata]\nname = d\n\n[flake8]\nmax_line_length=100  # black's 100\n"),
     ("tox.ini", "[flake8]\nmax-line-length = 100\n"),
     ("setup.cfg", "[isort]\nline_length=100\nmulti_line_output=3\n"),  # detectron2
+    # composer: ruff configured without a line length (and without E501), yapf formatting at 100+
+    ("pyproject.toml", "[tool.ruff.lint]\nselect = [\"F401\"]\n\n[tool.yapf]\ncolumn_limit = 100\n"),
+    ("pyproject.toml", "[tool.ruff]\ntarget-version = \"py39\"\n\n[tool.isort]\nline_length = 100\n"),
 ])
 def test_flake8_and_isort_line_lengths_are_the_projects_too(tmp_path, name, text):
     # detectron2 keeps 100 in setup.cfg: held to 88, a file of 100-character lines counted as one

@@ -1,7 +1,9 @@
 """The project's line length, as its formatter sees it, so that fixes keep within it.
 
 The nearest ``ruff.toml``/``.ruff.toml`` (``line-length``) or ``pyproject.toml`` with
-``[tool.ruff]`` or ``[tool.black]`` ``line-length`` above a file decides; in a folder with neither,
+``[tool.ruff]`` or ``[tool.black]`` ``line-length`` above a file decides (where that
+``pyproject.toml`` gives neither, its yapf ``column_limit``, isort ``line_length`` or pylint
+``max-line-length``); in a folder with neither,
 flake8's ``max-line-length`` (``.flake8``, ``setup.cfg``, ``tox.ini``) or isort's ``line_length``
 (``.isort.cfg``, ``setup.cfg``: detectron2 keeps 100 there); 88 (ruff's and black's default) when
 none says.
@@ -91,6 +93,28 @@ def _ini_line_length(directory: str) -> int | None:
     return None
 
 
+#: (table path under ``[tool]``, key) of the other formatters and linters a ``pyproject.toml`` may
+#: configure, read when neither ruff nor black gives ``line-length`` there: composer sets none
+#: for ruff (which it runs without E501 or its formatter) and formats with yapf at 120.
+_PYPROJECT_OTHERS = (
+    (("yapf",), "column_limit"),
+    (("isort",), "line_length"),
+    (("isort",), "line-length"),
+    (("pylint", "format"), "max-line-length"),
+    (("pylint",), "max-line-length"),
+)
+
+
+def _other_tools_line_length(tool: dict) -> int | None:
+    for keys, name in _PYPROJECT_OTHERS:
+        table = tool
+        for key in keys:
+            table = table.get(key) if isinstance(table, dict) else None
+        if isinstance(table, dict) and _valid(table.get(name)):
+            return table[name]
+    return None
+
+
 @lru_cache(maxsize=256)
 def line_length_of(directory: str) -> int:
     """The line length configured for files in ``directory`` (searched upwards)."""
@@ -109,8 +133,12 @@ def line_length_of(directory: str) -> int:
                     table = tool.get(section)
                     if isinstance(table, dict) and _valid(table.get("line-length")):
                         return table["line-length"]
-            if isinstance(tool, dict) and ("ruff" in tool or "black" in tool):
-                return DEFAULT_LINE_LENGTH
+            if isinstance(tool, dict):
+                other = _other_tools_line_length(tool)
+                if other:
+                    return other
+                if "ruff" in tool or "black" in tool:
+                    return DEFAULT_LINE_LENGTH
         found = _ini_line_length(here)
         if found:
             return found
