@@ -7,6 +7,7 @@ imports one-way: those modules import :mod:`.typer_app`, and nothing imports thi
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -15,6 +16,14 @@ from .typer_app import app, check
 
 __all__ = ["app", "main"]
 
+#: The cyclic garbage collector's thresholds for a run of the command line (inherited by forked
+#: workers). A parse allocates hundreds of thousands of tree nodes, which CPython's default (a
+#: collection every 700 allocations, each full one walking every live node) keeps scanning, while
+#: the trees hold almost no cycles and are freed by reference counting. On torchtitan (476 files,
+#: `--jobs 1`, 2026-12-03): `fix --diff` 7.2 s -> 6.0 s, `check --no-cache` 2.5 s -> 2.3 s, peak
+#: memory within 3% (bench/run.py keeps the figures). The library leaves the process's settings alone.
+GC_THRESHOLDS = (10_000, 20, 50)
+
 
 def main() -> None:
     """Console-script entry point. Everything written goes through :mod:`..output.safe_output`:
@@ -22,6 +31,7 @@ def main() -> None:
     from ..output.safe_output import finish, install
 
     install()
+    gc.set_threshold(*GC_THRESHOLDS)
     code: object = 0
     try:
         if os.environ.get("NO_COLOR") == "":
