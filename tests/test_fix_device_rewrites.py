@@ -1138,3 +1138,39 @@ def test_the_same_test_in_two_methods_of_a_class_is_rewritten_in_both_or_neither
     """
     fixed = fix(src, "timers.py", select=("NRN2",))
     assert "torch.accelerator.is_available()" not in fixed
+
+
+CUDA_NAMED_TESTS = """
+    import pytest
+    import torch
+
+    from whisper.timing import dtw_cpu, dtw_cuda
+
+
+    @pytest.mark.requires_cuda
+    def test_dtw_equivalence():
+        x = torch.randn(4, 5)
+        assert (dtw_cpu(x.numpy()) == dtw_cuda(x.cuda())).all()
+
+
+    def test_dtw_cuda_matches_cpu():
+        x = torch.randn(4, 5)
+        assert (dtw_cpu(x.numpy()) == dtw_cuda(x.cuda())).all()
+
+
+    def test_dtw_moves_its_input():
+        assert dtw_cpu(torch.randn(4, 5).cuda().cpu().numpy()) is not None
+"""
+
+
+def test_a_test_named_or_marked_for_cuda_keeps_its_cuda_tensors():
+    # whisper's test of its Triton DTW kernel: `.cuda()` rewritten handed the kernel neuron or CPU
+    # tensors; the test is about CUDA (its name, or its marker), so it stays as it is
+    fixed = fix_all(CUDA_NAMED_TESTS, "test_timing.py", unsafe_fixes=True)
+    assert fixed.count("dtw_cuda(x.cuda())") == 2
+    assert "torch.randn(4, 5).cuda()" not in fixed  # a test not about CUDA gets the current device
+    left = notes(CUDA_NAMED_TESTS, "test_timing.py", select=("NRN2",), unsafe_fixes=True)
+    assert any("`@pytest.mark.requires_cuda`" in n for n in left)
+    assert any("`test_dtw_cuda_matches_cpu`, says it tests CUDA" in n for n in left)
+    # outside a test module the same code is rewritten
+    assert "dtw_cuda(x.cuda())" not in fix_all(CUDA_NAMED_TESTS, "timing_check.py", unsafe_fixes=True)

@@ -7,6 +7,7 @@
 - code a test expects to raise (inside ``with pytest.raises(...)``);
 - in a test module, a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`);
+- a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`).
 """
 
@@ -44,6 +45,10 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "Rewritten, CUDA-only tests would run on Trainium, and what they need (kernels, Inductor, "
                 "CUDA graphs, the project's compiled operators) is mostly out of sight; decide by hand which "
                 "tests Trainium runs")
+    about = cuda_test(ctx, node)
+    if about:
+        return (f"not rewritten: {about}, so CUDA is what it checks: rewritten, it would hand another "
+                "device's tensors to the CUDA code under test; give it a CUDA skip instead")
     mocked = mocked_by_tests(ctx, node)
     if mocked:
         return (f"not rewritten: the project's tests replace `{mocked}` (`mock.patch`, `monkeypatch`), so the "
@@ -93,6 +98,27 @@ def test_gate(ctx, node: ast.AST) -> str:
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES:
             return ctx.segment(n) or ctx.qualname(n)
+    return ""
+
+
+def cuda_test(ctx, node: ast.AST) -> str:
+    """Why the test function holding ``node`` is about CUDA (its name, ``test_dtw_cuda_equivalence``,
+    or a marker, ``@pytest.mark.requires_cuda``), or ``""``. whisper's test compares its Triton DTW
+    kernel with the CPU one: with ``.cuda()`` rewritten, the kernel got neuron or CPU tensors."""
+    from .device_choice import is_test_file
+
+    if not is_test_file(ctx):
+        return ""
+    for p in ctx.ancestors(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name.startswith("test"):
+            if "cuda" in p.name.lower().split("_"):
+                return f"the test's name, `{p.name}`, says it tests CUDA"
+            for dec in p.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute)
+                        and target.value.attr == "mark" and "cuda" in target.attr.lower()):
+                    return f"the test is marked `@{ctx.segment(target)}`"
+            return ""
     return ""
 
 

@@ -20,6 +20,7 @@ fix run rewrites each of them too. A value that decides nothing device-specific
 from __future__ import annotations
 
 import ast
+import re
 
 from ..cuda_only import cuda_only_call as _cuda_only_call
 from ..cuda_only import dotted as _dotted
@@ -125,6 +126,29 @@ def _variable(ctx, assign, name: str, region: list) -> tuple[list | None, str]:
     return region, ""
 
 
+#: Words of a comment that explains a branch by the device it is for ("may not be supported on
+#: non-CUDA devices").
+_DEVICE_WORDS = re.compile(r"\b(?:non-?)?(?:cuda|gpus?)\b|\bdevices?\b", re.IGNORECASE)
+
+
+def _commented_fallback(ctx, node) -> tuple[int, str] | None:
+    """``if x.is_cuda: ... else: <a comment about devices> ...``: the line and text of that comment.
+
+    sam2's rotary encoding repeats complex tensors on CUDA and, in the ``else`` branch, expands
+    them instead, "torch.repeat on complex numbers may not be supported on non-CUDA devices": the
+    author wrote that branch for every other device, Trainium included."""
+    test = ctx.parent(node)
+    if not (isinstance(test, ast.If) and test.test is node and test.orelse and test.body):
+        return None
+    from ..keyword_args import module_comments
+
+    start, end = test.body[-1].end_lineno, test.orelse[-1].end_lineno
+    for line, _col, text in module_comments(ctx):
+        if start < line <= end and _DEVICE_WORDS.search(text):
+            return line, text.lstrip("# ").strip()
+    return None
+
+
 class IsCuda:
     name = "is_cuda"
 
@@ -138,6 +162,12 @@ class IsCuda:
         region, why = _decided(ctx, node)
         if region is None:
             ctx.note(hit, f"not rewritten: {why}")
+            return None
+        fallback = _commented_fallback(ctx, node)
+        if fallback:
+            ctx.note(hit, (f"not rewritten: the `else` branch is written for the devices that are not CUDA (its "
+                           f"comment, line {fallback[0]}: `{fallback[1][:60]}`); on Trainium it would be skipped. "
+                           "Keep `is_cuda`, or take that branch on every device"))
             return None
         sites = []
         for top in region:
