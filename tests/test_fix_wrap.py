@@ -51,6 +51,13 @@ SHAPES = [
     "x: int = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0 + 11\n",
     "x = y = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else fn(x)\n",
     "x = DEVICE.type if some_condition_that_is_rather_long(aaaaaaaaaaaaaaaaa) else another_function(bbbbbb)\n",
+    # only the operators of the highest priority count (generative-models' streamlit_helpers:
+    # `z + noise * f(...).to(X)` has one, the `+`, so ruff splits at `.to(`); two `+` go in parentheses
+    "def f():\n    if True:\n        noised_z = z + noise * append_dims(sigma, z.ndim).to(_current_device_long_name())\n",
+    "def f():\n    if True:\n        noised_z = zzzzz * noise + append_dims(sigma, z.ndim).to(_current_device_long_n())\n",
+    "def f():\n    if True:\n        noised_z = zz == noise_and_more * append_dims(sigma, z.ndim).to(_current_device_xyz())\n",
+    "def f():\n    if True:\n        noised_z = z + noise * append_dims(sigma, z.ndim).float().to(_current_device_long())\n",
+    "def f():\n    if True:\n        noised = (zzzzz + noise + append_dims(sigma, z.ndim).to(_current_device_long_name_x()))\n",
     # a decorator is split as a call statement is
     "@unittest.skipUnless(torch.accelerator.device_count() >= 4, \"requires four CUDA devices\")\ndef f():\n    pass\n",
     # one element of a bracket already broken one element per line

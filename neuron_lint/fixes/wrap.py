@@ -137,17 +137,40 @@ def _rebuild(path: list, new_last: cst.BaseExpression) -> cst.BaseExpression:
     return node
 
 
-def _top_delimiters(node: cst.BaseExpression) -> int:
-    """Operators outside any bracket in ``node`` (0 for a name, a call, an attribute chain)."""
+#: Priorities of the binary operators, as black and ruff rank the places to split a line: only the
+#: operators of the highest priority present count (``z + noise * f(x)`` has one, the ``+``).
+_PRIORITY = {
+    cst.BitOr: 9, cst.BitXor: 8, cst.BitAnd: 7, cst.LeftShift: 6, cst.RightShift: 6, cst.Add: 5,
+    cst.Subtract: 5, cst.Multiply: 4, cst.Divide: 4, cst.FloorDivide: 4, cst.Modulo: 4,
+    cst.MatrixMultiply: 4, cst.Power: 1,
+}
+_LOGIC, _COMPARATOR = 14, 10
+
+
+def _operators(node: cst.BaseExpression, out: list[int]) -> bool:
+    """Collect the priority of each operator outside any bracket in ``node``; False when ``node``
+    has one neuron-lint does not try to place."""
     if node.lpar:
-        return 0
-    if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
-        return 1 + _top_delimiters(node.left) + _top_delimiters(node.right)
+        return True
+    if isinstance(node, cst.BooleanOperation):
+        out.append(_LOGIC)
+        return _operators(node.left, out) and _operators(node.right, out)
+    if isinstance(node, cst.BinaryOperation):
+        out.append(_PRIORITY.get(type(node.operator), 4))
+        return _operators(node.left, out) and _operators(node.right, out)
     if isinstance(node, cst.Comparison):
-        return len(node.comparisons) + _top_delimiters(node.left)
-    if isinstance(node, (cst.IfExp, cst.Lambda, cst.NamedExpr, cst.UnaryOperation, cst.Await, cst.Yield)):
-        return 99  # operators neuron-lint does not try to place
-    return 0
+        out.extend(_COMPARATOR for _ in node.comparisons)
+        return _operators(node.left, out)
+    return not isinstance(node, (cst.IfExp, cst.Lambda, cst.NamedExpr, cst.UnaryOperation, cst.Await, cst.Yield))
+
+
+def _top_delimiters(node: cst.BaseExpression) -> int:
+    """Operators of the highest priority outside any bracket in ``node`` (0 for a name, a call, an
+    attribute chain; 99 for a ternary, a lambda and the like, which neuron-lint does not place)."""
+    found: list[int] = []
+    if not _operators(node, found):
+        return 99
+    return found.count(max(found)) if found else 0
 
 
 def _chained_calls(node: cst.BaseExpression) -> int:
@@ -199,8 +222,10 @@ class _Breaker:
             if isinstance(inner, (cst.Call, cst.Subscript)) and not inner.lpar and not _is_empty(inner):
                 path, last = [*path, inner], inner
         can_omit = last is not None and not _is_empty(last) and _top_delimiters(expr) <= 1
-        if optional_parens and chained > 1:
-            can_omit = False  # a chain of calls: the formatter puts the whole expression in parentheses
+        if optional_parens and chained > 1 and (not path or len(path) == 1):
+            # the value is a chain of calls: the formatter puts it in parentheses, one call per
+            # line (a chain that is an operand, `z + f(x).float().to(d)`, is split at its last bracket)
+            can_omit = False
         if can_omit:
             if not _trailing_comma(_items(last)):
                 for explode in (False, True):
