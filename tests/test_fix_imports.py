@@ -209,3 +209,38 @@ def test_the_added_import_of_torch_goes_before_the_projects_own_modules(tmp_path
     assert fixed.startswith(expected), fixed
     path.write_text(fixed)
     assert _ruff_import_errors(path, tmp_path) == ""
+
+
+COLLECT_ENV = '''\
+import sys
+
+try:
+    import torch.utils.collect_env as torchenv
+    from torch.cuda import device_count as cuda_device_count
+    from torch.cuda import get_device_name as accel_device_name
+    from torch.cuda import is_available as cuda_available
+    TORCH_AVAILABLE = True
+except (ImportError,):
+    TORCH_AVAILABLE = False
+
+
+def get_gpu_model() -> str:
+    return accel_device_name(None) if cuda_available() else "N/A"
+
+
+def get_cuda_device_count() -> int:
+    return cuda_device_count() if TORCH_AVAILABLE else 0
+'''
+
+
+def test_no_import_of_torch_is_added_to_a_module_that_imports_from_torch_only_when_it_can():
+    # composer's collect_env imports torch's submodules under `try ... except ImportError`, binding
+    # no `torch`: a fix that needed the name added `import torch` at the top, and the module no
+    # longer imported without torch
+    result = fix_text(COLLECT_ENV, "collect_env.py", UNSAFE)
+    assert "\nimport torch\n" not in result.text
+    ast.parse(result.text)
+    assert all("imports from torch only when torch is available" in f.fix_note for f in result.remaining)
+    # the same code with torch imported at the top gets its fixes
+    plain = fix_text(COLLECT_ENV.replace("import sys\n", "import sys\n\nimport torch\n"), "collect_env.py", UNSAFE).text
+    assert "torch.accelerator.device_count()" in plain

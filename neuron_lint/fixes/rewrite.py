@@ -89,6 +89,12 @@ class RewriteContext:
         if not self._needs_torch:
             from libcst.codemod.visitors import AddImportsVisitor
 
+            from .scope import imports_torch_conditionally
+
+            if imports_torch_conditionally(self.module.tree):
+                raise Decline("the module imports torch only when it is available (under `try`/`if`); an "
+                              "`import torch` added at the top would make it fail to import without torch")
+
             self._needs_torch = True
             AddImportsVisitor.add_needed_import(self.codemod, "torch")
         return "torch"

@@ -63,6 +63,26 @@ def torch_alias(tree: cst.Module) -> str:
     return found
 
 
+def imports_torch_conditionally(tree: cst.Module) -> bool:
+    """Does the module import from torch only under ``if``/``try`` (composer's ``collect_env``:
+    ``try: import torch.utils.collect_env as torchenv ... except ImportError: TORCH_AVAILABLE = False``)?
+    Such a module must still import without torch, so no fix may add ``import torch`` to it."""
+    conditional = False
+    for stmt in tree.body:
+        top = isinstance(stmt, cst.SimpleStatementLine)
+        for small in (s for line in _module_level_statements([stmt]) for s in getattr(line, "body", ())):
+            if isinstance(small, cst.Import):
+                hit = any(_dotted(a.name).split(".")[0] == "torch" for a in small.names)
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                hit = _dotted(small.module).split(".")[0] == "torch"
+            else:
+                continue
+            if hit and top:
+                return False
+            conditional = conditional or hit
+    return conditional
+
+
 def _module_level_statements(body):
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine):

@@ -1,5 +1,7 @@
 """Where no fix may be planned, whatever the fixer: the reasons :meth:`PlanContext.propose` checks.
 
+- a module that imports from torch only when torch is available and binds no ``torch``: a fix
+  would need ``import torch`` at the top, and the module would not import without torch;
 - legacy-XLA code in a project that already reaches Trainium natively (:mod:`.native_neuron`);
 - the branch of a torch version test (or of ``hasattr(torch, "accelerator")``) meant for older
   releases, and the ``except AttributeError`` (``ImportError``...) fallback of a ``try`` that uses
@@ -28,6 +30,10 @@ def withheld(ctx, hit, node: ast.AST) -> str:
             return (f"not rewritten: this project already reaches Trainium natively ({evidence}), so its "
                     "torch_xla code serves other XLA devices (TPU) and stays; fix with `--device neuron` "
                     "if it is meant for Trainium")
+    if torch_only_under_guard(ctx):
+        return ("not rewritten: the module imports from torch only when torch is available (under `try`/`if`) "
+                "and binds no `torch`; the fix would need an `import torch` at the top, and the module would "
+                "then fail to import without torch")
     older = older_torch_branch(ctx, node)
     if older is not None and _asks_for_accelerator(ctx, older.test):
         return (f"not rewritten: it is the fallback for a PyTorch without `torch.accelerator` (the test on "
@@ -62,6 +68,44 @@ def withheld(ctx, hit, node: ast.AST) -> str:
 
 
 _RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
+
+
+def torch_only_under_guard(ctx) -> bool:
+    """Does the module import from torch only under ``if``/``try`` without binding ``torch``
+    (composer's ``collect_env``: ``try: from torch.cuda import is_available as cuda_available``)?"""
+    found = ctx.__dict__.get("_nrn_torch_guarded")
+    if found is None:
+        top = {id(s) for s in ctx.tree.body}
+        guarded = False
+        for stmt in _module_statements(ctx.tree.body):
+            if isinstance(stmt, ast.Import):
+                names = [a.name for a in stmt.names if a.name.split(".")[0] == "torch"]
+                binds = any(a.name.split(".")[0] == "torch" and (a.asname or a.name.split(".")[0]) == "torch"
+                            for a in stmt.names)
+            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+                names = [stmt.module] if stmt.module.split(".")[0] == "torch" else []
+                binds = False
+            else:
+                continue
+            if binds or (names and id(stmt) in top):
+                guarded = False
+                break
+            guarded = guarded or bool(names)
+        found = ctx.__dict__["_nrn_torch_guarded"] = guarded
+    return found
+
+
+def _module_statements(body):
+    """The statements that run at module level: into ``if``/``try``/``with`` blocks, not into definitions."""
+    for stmt in body:
+        yield stmt
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list):
+                    yield from _module_statements(inner)
+            for handler in getattr(stmt, "handlers", ()):
+                yield from _module_statements(handler.body)
 
 
 def expected_to_raise(ctx, node: ast.AST):
