@@ -245,6 +245,11 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if kernel:
         return None, (f"the code it decides calls {kernel}; on Trainium the guard would let it run. Keep the CUDA "
                       "test there (the CUDA path keeps working, other devices keep the other path)")
+    gpu = _gpu_choice(ctx, nodes, call)
+    if gpu:
+        return None, (f"the code it decides picks {gpu}, which names the GPU: in this project that is likely "
+                      "its CUDA path (composer's `DeviceGPU`, with NCCL and CUDA's GradScaler), which Trainium "
+                      "would then take. Keep the CUDA test there, or give Trainium its own branch")
     if skip is not None:
         reason = _skip_reason(skip)
         if _SKIP_WORDS.sub(" ", reason.lower()).strip():
@@ -262,6 +267,34 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA extension...)
     # must be fixed too. Marked by an empty text.
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
+
+
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|[^A-Za-z]|$)|[A-Z]?[a-z]+")
+
+
+def name_words(name: str) -> list[str]:
+    """An identifier's words, lower case: ``DeviceGPU`` -> device, gpu; ``to_gpu`` -> to, gpu."""
+    return [w.lower() for w in _WORDS.findall(name)]
+
+
+def names_gpu(name: str) -> bool:
+    """Does an identifier have GPU as one of its words (``DeviceGPU``, ``to_gpu``, ``GpuTimer``)?"""
+    return any(w in ("gpu", "gpus") for w in name_words(name))
+
+
+def _gpu_choice(ctx, nodes, guard) -> str:
+    """What in the decided code picks the project's GPU path: a ``"gpu"`` string (composer's
+    ``device="gpu"``) or a call of something named for the GPU (``DeviceGPU()``), or ``""``."""
+    for top in nodes:
+        for n in _walk_decided(top, guard):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.lower().split(":")[0] in (
+                    "gpu", "gpus") and not isinstance(ctx.parent(n), ast.Compare):  # picked, not asked about
+                return f"`{n.value!r}` (line {n.lineno})"
+            if isinstance(n, ast.Call):
+                name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                if name and names_gpu(name):
+                    return f"`{name}(...)` (line {n.lineno})"
+    return ""
 
 
 def _cuda_only_code(ctx, nodes, guard) -> str:

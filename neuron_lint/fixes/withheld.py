@@ -9,6 +9,8 @@
 - code a test expects to raise (inside ``with pytest.raises(...)``);
 - in a test module, a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`);
+- code in a class named for CUDA or the GPU (``DeviceGPU``, ``CudaTimer``): the project's CUDA
+  implementation, beside the ones for other devices;
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`).
 """
@@ -51,6 +53,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "Rewritten, CUDA-only tests would run on Trainium, and what they need (kernels, Inductor, "
                 "CUDA graphs, the project's compiled operators) is mostly out of sight; decide by hand which "
                 "tests Trainium runs")
+    named = hit.rule.category == "cuda-specific" and cuda_class(ctx, node)
+    if named:
+        return (f"not rewritten: it is in `{named}`, a class named for CUDA or the GPU: the project's CUDA "
+                "implementation of something other devices do their own way. Rewritten, Trainium would get a "
+                "CUDA class half converted; give Trainium its own implementation")
     about = cuda_test(ctx, node)
     if about:
         return (f"not rewritten: {about}, so CUDA is what it checks: rewritten, it would hand another "
@@ -142,6 +149,17 @@ def test_gate(ctx, node: ast.AST) -> str:
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES:
             return ctx.segment(n) or ctx.qualname(n)
+    return ""
+
+
+def cuda_class(ctx, node: ast.AST) -> str:
+    """The name of the class holding ``node`` when it is named for CUDA or the GPU (composer's
+    ``DeviceGPU``, beside its ``DeviceCPU``/``DeviceMPS``/``DeviceNeuron``; ``CudaTimer``), or ``""``."""
+    from .guards import name_words
+
+    for p in ctx.ancestors(node):
+        if isinstance(p, ast.ClassDef) and {"gpu", "gpus", "cuda"} & set(name_words(p.name)):
+            return p.name
     return ""
 
 
