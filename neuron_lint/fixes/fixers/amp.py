@@ -282,6 +282,8 @@ class Amp:
                 args[i] = with_keyword(args[i], name)
         first = cst.Arg(value=dev_type)
         args.insert(0, first)
+        if mode == "autocast":
+            args = _device_dtype(rx, args, dev_type)
         args = _off_on_cpu(args, dev_type, 5 if mode == "GradScaler" else None)
         return updated.with_changes(func=func, args=_commas(args, updated.whitespace_before_args))
 
@@ -304,6 +306,8 @@ def _rewrite_literal_call(rx, original, updated, data):
     literal = dict(data["literal"])
     new_type = rewrite_literal(rx, original.args[at].value, args[at].value, literal)
     args[at] = args[at].with_changes(value=new_type)
+    if data["enabled_at"] == 2:  # autocast, not GradScaler
+        args = _device_dtype(rx, args, new_type)
     args = _off_on_cpu(args, new_type, data["enabled_at"], quote_of(original.args[at].value))
     return updated.with_changes(args=_commas(args, updated.whitespace_before_args))
 
@@ -351,6 +355,24 @@ def _rewrite_disabling_decorator(rx, original, updated, data):
         lines_after_decorators=[*decorator.leading_lines, *updated.lines_after_decorators],
         body=updated.body.with_changes(body=[*head, block]),
     )
+
+
+def _device_dtype(rx, args: list, dev_type) -> list:
+    """``dtype=torch.get_autocast_gpu_dtype()`` (CUDA's autocast dtype, whatever the device) becomes
+    ``dtype=torch.get_autocast_dtype(<device type>)``: the same dtype on CUDA, the device's own on
+    Trainium (generative-models' ``autocast`` wrapper passed CUDA's float16 to the Neuron autocast)."""
+    import libcst as cst
+
+    torch = rx.module.torch or "torch"
+    for n, a in enumerate(args):
+        v = a.value
+        if (a.keyword is not None and a.keyword.value == "dtype" and isinstance(v, cst.Call) and not v.args
+                and isinstance(v.func, cst.Attribute) and v.func.attr.value == "get_autocast_gpu_dtype"
+                and isinstance(v.func.value, cst.Name) and v.func.value.value == torch):
+            new = v.with_changes(func=v.func.with_changes(attr=cst.Name("get_autocast_dtype")),
+                                 args=[cst.Arg(value=dev_type.deep_clone())])
+            args[n] = a.with_changes(value=new)
+    return args
 
 
 def _off_on_cpu(args: list, dev_type, enabled_at: int | None, quote: str = '"') -> list:
