@@ -211,7 +211,7 @@ def _later_device_branch(ctx, call) -> int:
             while len(arm.orelse) == 1 and isinstance(arm.orelse[0], ast.If):
                 arm = arm.orelse[0]
                 tests = [ctx.segment(n.func) for n in ast.walk(arm.test) if isinstance(n, ast.Call)]
-                if any("available" in t and _OTHER_DEVICES.search(t) for t in tests) and not _picks_a_device(ctx, arm.body):
+                if any(("available" in t or "installed" in t) and _OTHER_DEVICES.search(t) for t in tests) and not _picks_a_device(ctx, arm.body):
                     return arm.lineno
             return 0
         if not isinstance(p, (ast.BoolOp, ast.UnaryOp)):
