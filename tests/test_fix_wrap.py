@@ -58,6 +58,13 @@ SHAPES = [
     "def f():\n    if True:\n        noised_z = zz == noise_and_more * append_dims(sigma, z.ndim).to(_current_device_xyz())\n",
     "def f():\n    if True:\n        noised_z = z + noise * append_dims(sigma, z.ndim).float().to(_current_device_long())\n",
     "def f():\n    if True:\n        noised = (zzzzz + noise + append_dims(sigma, z.ndim).to(_current_device_long_name_x()))\n",
+    # a parenthesised ternary whose closing parenthesis is the last bracket (sam2's memory meter,
+    # `torch.cuda.max_memory_allocated() // 1e9` rewritten): split inside its parentheses
+    "class M:\n    def update(self):\n        self.val = (torch.get_device_module().max_memory_allocated() if torch.accelerator.is_available() else 0) // 1e9\n",
+    "def f():\n    return (torch.get_device_module().max_memory_allocated() if torch.accelerator.is_available() else 0) / 1024**3\n",
+    "def f():\n    x.y = (torch.cuda.max_memory_allocated() if torch.accelerator.is_available() else 0) // self.scale_factor\n",
+    "def f():\n    v = (torch.get_device_module().max_memory_allocated() if torch.accelerator.is_available() else 0) // 1e9 + other\n",
+    "def f():\n    some_value_name = 1e9 * (torch.get_device_module().max_memory_allocated() if torch.accelerator.is_available() else 0)\n",
     # a decorator is split as a call statement is
     "@unittest.skipUnless(torch.accelerator.device_count() >= 4, \"requires four CUDA devices\")\ndef f():\n    pass\n",
     # one element of a bracket already broken one element per line
@@ -78,6 +85,10 @@ LEFT = [
     ("def f():\n    with x:\n        start_mem = (torch.accelerator.memory_stats() if torch.accelerator.is_available() else {})"
      "[\"requested_bytes.all.current\"]\n"),
     "x = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0, 1111\n",
+    # two operators of the top priority (ruff parenthesises the whole and splits at them), or a
+    # bracket after the ternary's
+    "def f():\n    v = (torch.get_device_module().max_memory_allocated() if torch.accelerator.is_available() else 0) // 1e9 + a + b\n",
+    "def f():\n    y = (torch.get_device_module().max_memory_allocated() if torch.accelerator.is_available() else 0) // f(x)\n",
     "x = torch.accelerator.max_memory_allocated(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa) if torch.accelerator.is_available() else 0\n",
     "x = StepResult(\n    loss=1,\n    reserved_gib=(torch.accelerator.max_memory_reserved() if torch.accelerator.is_available() else 0) / 1e9,\n)\n",
     "x = foo(\n    aaaa,\n    torch.distributed.get_default_backend_for_device(_current_device(), aaaaaaaaaaaaaaaaa),  # c\n)\n",

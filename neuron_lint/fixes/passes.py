@@ -198,14 +198,31 @@ def _on_long_lines(current: str, new: str, fixes: list[Finding], limit: int) -> 
 def advertised(text: str, findings: list[Finding], settings: Settings, path: str, limit: int | None = None) -> list[Finding]:
     """``findings`` less the fixes ``fix`` would drop in its first pass (each gets a note saying
     why), so that ``check`` does not offer a fix ``fix`` leaves. ``limit``: the project's line length
-    (found from ``path``'s folder when not given)."""
-    wanted = [f for f in findings if applicable(f, settings) and f.fix.fixer]
-    if not wanted:
-        return findings
+    (found from ``path``'s folder when not given).
+
+    Without ``--unsafe-fixes`` the unsafe fixes are still offered (as ``[*]`` needing the option), so
+    they are vetted too, by the pass ``fix --unsafe-fixes`` runs; only their own verdicts are taken
+    from it (the safe fixes keep those of the safe pass, the one a plain ``fix`` runs)."""
     if limit is None:
         from .line_length import line_length_of
 
         limit = line_length_of(os.path.dirname(os.path.abspath(path)))
+    out = _vetted(text, findings, settings, path, limit)
+    if settings.unsafe_fixes or not any(f.fix is not None and f.fix.fixer and f.fix.applicability != "safe"
+                                        for f in out):
+        return out
+    wider = _vetted(text, out, replace(settings, unsafe_fixes=True), path, limit)
+    if len(wider) != len(out):
+        return out
+    return [w if f.fix is not None and f.fix.applicability != "safe" and w.fix is None else f
+            for f, w in zip(out, wider)]
+
+
+def _vetted(text: str, findings: list[Finding], settings: Settings, path: str, limit: int) -> list[Finding]:
+    """:func:`advertised` for the fixes ``settings`` applies."""
+    wanted = [f for f in findings if applicable(f, settings) and f.fix.fixer]
+    if not wanted:
+        return findings
     if all(f.fix.edits for f in wanted):  # the cheap test first: every fix's own edits, as text
         joint, done = apply_edits(text, wanted)
         if len(done) == len(wanted) and _parses(joint, path) and (_long_code_lines(text, limit) or _long_lines(

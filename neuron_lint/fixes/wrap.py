@@ -16,7 +16,7 @@ and, when the contents do not fit on one line either, one element per line with 
 comma. Only the shapes whose formatted form is certain are handled (one-line simple statements
 and ``for``/``if``/``while`` headers whose expression ends in a bracket, ``with`` headers of one
 call, one-line decorators, one element of a bracket already broken one element per line, and an
-assigned or returned ``a if b else c``, put in parentheses of its own; all without comments);
+assigned or returned ``a if b else c``, in parentheses of its own or before bracket-free operands; no comments);
 :func:`wrap_lines` leaves every other statement as it is, and the caller then drops the fix that
 made it too long, as before.
 """
@@ -40,10 +40,12 @@ def _broken(indent: str) -> cst.ParenthesizedWhitespace:
                                        last_line=cst.SimpleWhitespace(indent))
 
 
-def _last_bracket(node: cst.BaseExpression) -> list | None:
+def _last_bracket(node: cst.BaseExpression, value: bool = False) -> list | None:
     """The path to the expression that owns the statement's last bracket pair (the one closing at
     the end of the line), or None. An operator's right operand is followed; a parenthesised
-    expression owns its parentheses."""
+    expression owns its parentheses. ``value``: ``node`` is an assigned or returned value, where
+    ruff also splits at a parenthesised ternary followed by operands without brackets (as an
+    argument it breaks before the operator instead)."""
     path = [node]
     while True:
         if node.lpar:
@@ -52,13 +54,27 @@ def _last_bracket(node: cst.BaseExpression) -> list | None:
             if isinstance(node, cst.Tuple):
                 return None  # a tuple without parentheses: nothing to split at
             return path
-        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
+        if (value and isinstance(node, cst.BinaryOperation) and _bracket_free(node.right)
+                and (isinstance(node.left, cst.BinaryOperation) or isinstance(node.left, cst.IfExp) and node.left.lpar)):
+            node = node.left  # `(a if b else c) // 1e9`: the ternary's parentheses are the last pair
+        elif isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
             node = node.right
         elif isinstance(node, cst.Comparison) and node.comparisons:
             node = node.comparisons[-1].comparator
         else:
             return None
         path.append(node)
+
+
+def _bracket_free(node: cst.BaseExpression) -> bool:
+    """A name, a number, an attribute of one, or an operation on such (``1024**3``): no bracket."""
+    if node.lpar:
+        return False
+    if isinstance(node, cst.Attribute):
+        return _bracket_free(node.value)
+    if isinstance(node, cst.BinaryOperation):
+        return _bracket_free(node.left) and _bracket_free(node.right)
+    return isinstance(node, (cst.Name, cst.Integer, cst.Float))
 
 
 def _items(node: cst.BaseExpression) -> list:
@@ -86,8 +102,10 @@ def _split(node: cst.BaseExpression, indent: str, explode: bool):
     each with a trailing comma. None when that form is not one neuron-lint writes."""
     inner, outer, none = _broken(indent), _broken(""), cst.SimpleWhitespace("")
     if node.lpar:  # a parenthesised expression: break inside its own parentheses
-        if explode:
-            return None
+        if explode:  # a ternary: one part per line
+            if len(node.lpar) != 1 or not _plain_ternary(node.with_changes(lpar=[], rpar=[])):
+                return None
+            node = node.with_changes(whitespace_before_if=inner, whitespace_before_else=inner)
         return node.with_changes(lpar=[node.lpar[0].with_changes(whitespace_after=inner), *node.lpar[1:]],
                                  rpar=[*node.rpar[:-1], node.rpar[-1].with_changes(whitespace_before=outer)])
     if isinstance(node, cst.Subscript):
@@ -126,9 +144,9 @@ def _split(node: cst.BaseExpression, indent: str, explode: bool):
 def _rebuild(path: list, new_last: cst.BaseExpression) -> cst.BaseExpression:
     """``path[0]`` with ``path[-1]`` replaced by ``new_last`` (``path`` from :func:`_last_bracket`)."""
     node = new_last
-    for parent in reversed(path[:-1]):
+    for parent, child in zip(reversed(path[:-1]), reversed(path[1:])):
         if isinstance(parent, (cst.BinaryOperation, cst.BooleanOperation)):
-            node = parent.with_changes(right=node)
+            node = parent.with_changes(left=node) if parent.left is child else parent.with_changes(right=node)
         elif isinstance(parent, cst.Call):  # the empty trailing call `.float()` of a split call
             node = parent.with_changes(func=parent.func.with_changes(value=node))
         else:
@@ -212,7 +230,7 @@ class _Breaker:
 
     def _candidates(self, expr: cst.BaseExpression, optional_parens: bool):
         """Split forms of ``expr``, in the order a formatter prefers them."""
-        path = _last_bracket(expr)
+        path = _last_bracket(expr, optional_parens)
         last = path[-1] if path else None
         chained = _chained_calls(last if path else expr)
         if last is not None and _is_empty(last) and chained == 1 and isinstance(last, cst.Call):
