@@ -140,6 +140,33 @@ def test_a_fix_that_makes_a_line_too_long_breaks_the_statement_instead_of_being_
     assert not _long(fixed)
 
 
+def test_a_split_call_whose_arguments_a_fix_shortened_is_joined_as_ruff_format_does():
+    # flux demo_gr.py, lerobot's SARM processor: the split form newly failed `ruff format --check`
+    src = """
+        import argparse
+
+        import torch
+
+        DEVICE = torch.device("cuda")
+
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument(
+                "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="Dev"
+            )
+            parser.add_argument(
+                "--device2", default="cuda" if torch.cuda.is_available() else "cpu"  # a comment
+            )
+            return parser
+    """
+    fixed = _fix(src)
+    assert '    parser.add_argument("--device", default=DEVICE.type, help="Dev")\n' in fixed
+    commented = '    parser.add_argument(\n        "--device2", default=DEVICE.type  # a comment\n    )\n'
+    assert commented in fixed  # the comment kept: the line break it ends stays
+    assert _ruff_format(fixed.replace(commented, "")) == fixed.replace(commented, "")
+
+
 def test_a_file_that_does_not_keep_the_line_length_is_not_reformatted():
     long_line = "y = " + " + ".join(["aaaaaaaaaa"] * 12) + "\n"
     fixed = _fix("""

@@ -157,9 +157,9 @@ def _wrapped(current: str, new: str, limit: int, path: str, grown: set[int] | No
 def _rejoined(current: str, new: str, limit: int, path: str, keeps_length) -> str:
     """``new`` with the call chains a fix gave arguments at the end laid out as ``ruff format``
     would (see :mod:`neuron_lint.fixes.rejoin`), in a file that keeps to ``limit``."""
-    from .rejoin import rejoin
+    from .rejoin import join_shrunk, rejoin
 
-    rejoined = rejoin(current, new, limit, path)
+    rejoined = join_shrunk(current, rejoin(current, new, limit, path), limit, path)
     if rejoined == new or not keeps_length():
         return new
     return rejoined if _parses(rejoined, path) else new

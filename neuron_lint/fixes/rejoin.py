@@ -18,6 +18,16 @@ becomes, within 119 columns,
 Only that shape is handled: a simple statement (an expression, an assignment or a ``return``)
 whose value is ``<call>(<arguments on one line>).<name>(<arguments>)``, the inner call split
 around its arguments with no comment and no trailing comma, on lines a fix changed.
+
+The other way round, a fix that shortens the arguments of a call split around them (flux's
+``default="cuda" if torch.cuda.is_available() else "cpu"`` -> ``default=DEVICE.type``) joins the
+call onto one line when it now fits, as ``ruff format`` would (:func:`join_shrunk`)::
+
+    parser.add_argument(
+        "--device", type=str, default=DEVICE.type, help="Device to use"
+    )
+
+becomes ``parser.add_argument("--device", type=str, default=DEVICE.type, help="Device to use")``.
 """
 
 from __future__ import annotations
@@ -132,4 +142,63 @@ def rejoin(current: str, new: str, limit: int, path: str = "<string>", indent_un
                 source[node.lineno - 1:node.end_lineno] = [newline.join(pad + line for line in lines) + ending]
                 done = True
                 break
+    return "".join(source) if done else new
+
+
+def _hugged(stmt: cst.SimpleStatementLine):
+    """(call, setter) when ``stmt``'s value is a call split around its arguments (``f(`` / the
+    arguments on one line / ``)``) with no trailing comma; else None."""
+    if len(stmt.body) != 1 or stmt.trailing_whitespace.comment is not None:
+        return None
+    small = stmt.body[0]
+    if not isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr)):
+        return None
+    call = small.value
+    if not (isinstance(call, cst.Call) and call.args and not call.lpar
+            and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace)
+            and isinstance(call.args[-1].whitespace_after_arg, cst.ParenthesizedWhitespace)
+            and not isinstance(call.args[-1].comma, cst.Comma)):
+        return None
+    return call, lambda value: stmt.with_changes(body=[small.with_changes(value=value)])
+
+
+def join_shrunk(current: str, new: str, limit: int, path: str = "<string>") -> str:
+    """``new`` with each three-line call statement whose middle line (its arguments) a fix changed
+    joined onto one line, when it fits ``limit`` and holds no comment or trailing comma."""
+    old = set(current.splitlines())
+    lines = new.splitlines()
+    middles = {n for n in range(2, len(lines)) if lines[n - 1] not in old}
+    if not middles:
+        return new
+    try:
+        tree = parse(new, path)
+    except ParseError:
+        return new
+    source = new.splitlines(keepends=True)
+    done = False
+    statements = [s for s in ast.walk(tree) if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return,
+                                                               ast.Expr))
+                  and s.end_lineno == s.lineno + 2 and s.lineno + 1 in middles]
+    module = cst.Module(body=[])
+    for node in sorted(statements, key=lambda s: -s.lineno):
+        first = source[node.lineno - 1]
+        column = len(first) - len(first.lstrip(" "))
+        if node.col_offset != column or first[:column].strip():
+            continue
+        ending = source[node.end_lineno - 1][len(source[node.end_lineno - 1].rstrip("\r\n")):]
+        try:
+            stmt = cst.parse_module("".join(source[node.lineno - 1:node.end_lineno])[column:]).body[0]
+        except (cst.ParserSyntaxError, ValueError, IndexError):
+            continue
+        shape = _hugged(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
+        if shape is None or "#" in module.code_for_node(stmt):
+            continue  # a comment would be lost with the line break it ends (a "#" in a string: left too)
+        call, setter = shape
+        args = [*call.args[:-1], call.args[-1].with_changes(whitespace_after_arg=_NONE)]
+        joined = module.code_for_node(setter(call.with_changes(whitespace_before_args=_NONE, args=args)))
+        joined = joined.rstrip("\r\n")
+        if "\n" in joined or re.search(r",\s*[)\]}]", joined) or column + len(joined) > limit:
+            continue  # a magic trailing comma inside, or too long: ruff keeps it split
+        source[node.lineno - 1:node.end_lineno] = [" " * column + joined + ending]
+        done = True
     return "".join(source) if done else new
