@@ -68,29 +68,56 @@ def plan_inline_definition(ctx, hit, node):
                        applicability="unsafe" if library else None, fixer="device_string")
 
 
+def device_call_arm(ctx, node):
+    """``torch.device("cuda")`` (one string argument): that string, else None."""
+    if (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+            and ctx.qualname(node.func) == "torch.device"):
+        return node.args[0]
+    return None
+
+
+def guarded_device_call(ctx, node) -> ast.IfExp | None:
+    """``torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")``: the ``IfExp``
+    when ``node`` is that ``"cuda"``, else None (it is the current device, like the string idiom)."""
+    call = ctx.parent(node)
+    guard = ctx.parent(call)
+    if not (isinstance(guard, ast.IfExp) and guard.body is call and device_call_arm(ctx, call) is node
+            and is_availability(ctx, guard.test)):
+        return None
+    cpu = device_call_arm(ctx, guard.orelse)
+    return guard if cpu is not None and cpu.value == "cpu" else None
+
+
 def plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str, fixer: str | None = None):
-    """``"cuda" if torch.cuda.is_available() else "cpu"``: the guard and what it decides go together."""
+    """``"cuda" if torch.cuda.is_available() else "cpu"``: the guard and what it decides go together.
+    So does ``torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")``, which
+    becomes the device itself (``node`` is then the ``"cuda"`` in the first arm)."""
     negated = isinstance(guard.test, ast.UnaryOp)
     cuda_arm, other = (guard.orelse, guard.body) if negated else (guard.body, guard.orelse)
-    if node is not cuda_arm:
+    called = not negated and kind == "plain" and device_call_arm(ctx, cuda_arm) is node
+    if node is not cuda_arm and not called:
         ctx.note(hit, f"not rewritten: `{short(ctx, guard)}` picks CUDA when CUDA is missing; fix it by hand")
         return None
     data = device_data(ctx, hit, guard)
     if data is None:
         return None
-    whole = ctx.neuron or (kind == "plain" and cpu_fallback_chain(ctx, other))
+    whole = called or ctx.neuron or (kind == "plain" and cpu_fallback_chain(ctx, other))
     return ctx.propose(hit, guard, "IfExp", message + " (the availability check goes with it)",
                        {**data, "mode": "guard", "whole": whole, "negated": negated,
-                        "as_device": first_arg_of_to(ctx, guard)}, fixer=fixer)
+                        "as_device": called or first_arg_of_to(ctx, guard), "called": called}, fixer=fixer)
 
 
 def rewrite_guard(rx, original, updated, data):
-    """``"cuda" if torch.cuda.is_available() else "cpu"`` -> ``DEVICE.type`` (or ``DEVICE`` in ``.to()``);
+    """``"cuda" if torch.cuda.is_available() else "cpu"`` -> ``DEVICE.type`` (or ``DEVICE`` in ``.to()``
+    and for ``torch.device("cuda") if ... else torch.device("cpu")``);
     any other fallback keeps its arm and gets ``torch.accelerator.is_available()`` as the test."""
     import libcst as cst
 
     negated = data.get("negated", False)
     cuda_arm = updated.orelse if negated else updated.body
+    if data.get("called") and isinstance(cuda_arm, cst.Call) and len(cuda_arm.args) == 1:
+        cuda_arm = cuda_arm.args[0].value  # `torch.device("cuda")`: the device itself replaces it all
     if cst_literal_kind(cuda_arm) is None:
         raise Decline("the code here is not the planned availability check")
     if data.get("whole"):

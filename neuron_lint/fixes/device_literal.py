@@ -52,6 +52,7 @@ from .device_forms import (
 )
 from .device_idiom import (
     device_idiom,
+    guarded_device_call,
     plan_guard,
     plan_inline_definition,
     rewrite_guard,
@@ -134,7 +135,7 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             "" if ctx.is_script else " (this library module then probes the device when it is imported)")
         return ctx.propose(hit, value, type(value).__name__, message,
                            {"mode": "define", "name": ctx.device_variable.targets[0].id}, applicability=unsafe)
-    test = decided_by_branch(ctx, node)
+    test = None if moved_unless_there(ctx, node) else decided_by_branch(ctx, node)
     if test is None and not ctx.neuron and kind == "plain":
         inline = plan_inline_definition(ctx, hit, node)
         if inline is not None:
@@ -144,6 +145,9 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
                       "alone would leave that test choosing CUDA, and rewriting the test would run the whole "
                       "branch on other devices too: port the test and its branch together by hand")
         return None
+    called = None if ctx.neuron or kind != "plain" else guarded_device_call(ctx, node)
+    if called is not None:
+        return plan_guard(ctx, hit, node, called, kind, message)
     parent = ctx.parent(node)
     if isinstance(parent, ast.IfExp) and node is not parent.test:
         compares, available, why = cuda_test(ctx, parent.test)
@@ -194,7 +198,7 @@ def _kept_literal(ctx, node) -> str:
         return (f"the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, line "
                 f"{pinned.lineno}), so this CUDA device is the value it expects")
     compared = _compared_device(ctx, node)
-    if compared is not None:
+    if compared is not None and not moved_unless_there(ctx, node):
         return (f"`{short(ctx, compared)}` asks whether a device is CUDA; with the current device's type it "
                 "would also hold for the CPU on a CPU-only host. Compare with the current accelerator's type "
                 "and `!= \"cpu\"` by hand")
@@ -220,6 +224,30 @@ def _compared_device(ctx, node) -> ast.Compare | None:
             isinstance(op, (ast.Eq, ast.NotEq)) for op in parent.ops):
         return parent
     return None
+
+
+def moved_unless_there(ctx, node) -> bool:
+    """Is ``node`` one of the two ``"cuda"`` of ``if x.device != torch.device("cuda"): x =
+    x.to(torch.device("cuda"))`` (stable-diffusion's samplers' ``register_buffer``)? Moving a
+    tensor unless it is there already means the same for any device, so both follow the current one."""
+    call = ctx.parent(node)
+    if not (isinstance(call, ast.Call) and ctx.qualname(call.func) == "torch.device" and call.args == [node]
+            and not call.keywords and isinstance(node, ast.Constant) and node.value == "cuda"):
+        return False
+    stmt = next((p for p in ctx.ancestors(node) if isinstance(p, ast.stmt)), None)
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    if isinstance(stmt, ast.Assign):
+        test = ctx.parent(stmt).test if isinstance(ctx.parent(stmt), ast.If) else None
+        stmt = ctx.parent(stmt)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq)
+            and isinstance(test.left, ast.Attribute) and test.left.attr == "device" and not stmt.orelse
+            and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Assign)):
+        return False
+    move, held = stmt.body[0].value, ctx.segment(test.left.value)
+    pair = [test.comparators[0], move.args[0] if isinstance(move, ast.Call) and len(move.args) == 1 else None]
+    return (None not in pair and isinstance(move.func, ast.Attribute) and move.func.attr == "to"
+            and ctx.segment(move.func.value) == held == ctx.segment(stmt.body[0].targets[0])
+            and all(ctx.segment(p) == ctx.segment(call) for p in pair) and call in pair)
 
 
 def _listed_choice(ctx, node) -> ast.AST | None:

@@ -179,12 +179,12 @@ def _cuda_sites(ctx, nodes, guard=None) -> list:
     return sites
 
 
-_OTHER_DEVICES = re.compile(r"(?<![a-z])(xpu|npu|mps|hpu|mlu|musa|sdaa|neuron[a-z]*|tpu|xla|privateuse1)(?![a-z])",
+OTHER_DEVICES = re.compile(r"(?<![a-z])(xpu|npu|mps|hpu|mlu|musa|sdaa|neuron[a-z]*|tpu|xla|privateuse1)(?![a-z])",
                             re.IGNORECASE)
 _DEVICE_NAME = re.compile(r"(cpu|cuda|mps|xpu|npu|hpu|mlu|musa|neuron|xla|meta)(:\d+)?")
 
 
-def _picks_a_device(ctx, body) -> bool:
+def picks_a_device(ctx, body) -> bool:
     """``device = torch.device("mps")`` / ``device = "mps"``: a branch that only names its device,
     which the current accelerator names just as well (the same device on that machine)."""
     for stmt in body:
@@ -197,7 +197,7 @@ def _picks_a_device(ctx, body) -> bool:
     return bool(body)
 
 
-def _later_device_branch(ctx, call) -> int:
+def later_device_branch(ctx, call) -> int:
     """The line of a later ``elif`` of the chain whose test ``call`` is in that tests another
     device and does more than name it (accelerate's ``elif is_xpu_available(): ... MULTI_XPU``,
     and its Neuron branch after it), or 0: a device-agnostic test here would take
@@ -211,7 +211,7 @@ def _later_device_branch(ctx, call) -> int:
             while len(arm.orelse) == 1 and isinstance(arm.orelse[0], ast.If):
                 arm = arm.orelse[0]
                 tests = [ctx.segment(n.func) for n in ast.walk(arm.test) if isinstance(n, ast.Call)]
-                if any(("available" in t or "installed" in t) and _OTHER_DEVICES.search(t) for t in tests) and not _picks_a_device(ctx, arm.body):
+                if any(("available" in t or "installed" in t) and OTHER_DEVICES.search(t) for t in tests) and not picks_a_device(ctx, arm.body):
                     return arm.lineno
             return 0
         if not isinstance(p, (ast.BoolOp, ast.UnaryOp)):
@@ -224,7 +224,7 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     """The spans of the CUDA-specific sites a guard decides (``[]``: none), or (None, why not)."""
     if call is None:
         return None, "`torch.cuda.is_available` is not called here"
-    later = _later_device_branch(ctx, call)
+    later = later_device_branch(ctx, call)
     if later:
         return None, (f"a later branch of this `if` (line {later}) handles another device; a device-agnostic "
                       "test here would take that branch's place there")

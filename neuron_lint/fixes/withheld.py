@@ -9,8 +9,9 @@
 - code a test expects to raise (inside ``with pytest.raises(...)``);
 - in a test module, a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`);
-- code in a class named for CUDA or the GPU (``DeviceGPU``, ``CudaTimer``): the project's CUDA
-  implementation, beside the ones for other devices;
+- code in a class named for CUDA or the GPU (``DeviceGPU``, ``CudaTimer``), or in a class's own
+  ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
+- a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top;
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`).
 """
@@ -53,7 +54,21 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "Rewritten, CUDA-only tests would run on Trainium, and what they need (kernels, Inductor, "
                 "CUDA graphs, the project's compiled operators) is mostly out of sight; decide by hand which "
                 "tests Trainium runs")
+    runtime = hit.rule.category == "cuda-specific" and cuda_runtime(ctx)
+    if runtime:
+        return (f"not rewritten: the module imports `{runtime}`, which runs on CUDA GPUs only, so its device "
+                "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
+                "break on CUDA or do nothing elsewhere. Give Trainium its own path")
+    branch = hit.rule.category == "cuda-specific" and dispatch_branch(ctx, node)
+    if branch:
+        return (f"not rewritten: it is the CUDA branch of a choice between devices (line {branch[0]} handles "
+                f"`{branch[1]}` its own way), where `torch.cuda` is exactly right; give Trainium a branch of its "
+                "own beside it")
     named = hit.rule.category == "cuda-specific" and cuda_class(ctx, node)
+    if named and "." in named:
+        return (f"not rewritten: it is in `{named}`, the class's own `cuda()`, which moves its parts to CUDA "
+                "(they may be the project's own objects, with their own `cuda()`, not modules). Rewritten, "
+                "`cuda()` would no longer mean CUDA; give the class a device-agnostic `to(device)` instead")
     if named:
         return (f"not rewritten: it is in `{named}`, a class named for CUDA or the GPU: the project's CUDA "
                 "implementation of something other devices do their own way. Rewritten, Trainium would get a "
@@ -157,10 +172,64 @@ def cuda_class(ctx, node: ast.AST) -> str:
     ``DeviceGPU``, beside its ``DeviceCPU``/``DeviceMPS``/``DeviceNeuron``; ``CudaTimer``), or ``""``."""
     from .guards import name_words
 
+    method = ""
     for p in ctx.ancestors(node):
         if isinstance(p, ast.ClassDef) and {"gpu", "gpus", "cuda"} & set(name_words(p.name)):
             return p.name
+        if isinstance(p, ast.ClassDef) and method:
+            return f"{p.name}.{method}"
+        method = p.name if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name == "cuda" else ""
     return ""
+
+
+#: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
+_CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
+                            "cuda"})
+
+
+def cuda_runtime(ctx) -> str:
+    """The CUDA-only runtime package (TensorRT, polygraphy, PyCUDA, CuPy, cuda-python) the module
+    imports unconditionally, at its top, or ``""``: flux's TensorRT engines read each stream's raw
+    ``cuda_stream`` and define their own ``cuda()``. An import under ``try``/``if`` is an option
+    beside other paths, which stay rewritable."""
+    found = ctx.__dict__.get("_nrn_cuda_runtime")
+    if found is None:
+        found = ""
+        for stmt in ctx.tree.body:
+            if isinstance(stmt, ast.Import):
+                names = [a.name for a in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+                names = [stmt.module]
+            else:
+                continue
+            found = next((n for n in names if n.split(".")[0] in _CUDA_RUNTIMES), "")
+            if found:
+                break
+        ctx.__dict__["_nrn_cuda_runtime"] = found
+    return found
+
+
+def dispatch_branch(ctx, node: ast.AST):
+    """``(line, device)`` when ``node`` is in the body of an ``if`` whose CUDA availability test
+    stays because a later ``elif`` handles another device with more than its name (trl's ``if
+    torch.cuda.is_available(): devices = [torch.cuda.get_device_name(i) ...]`` / ``elif
+    torch.xpu.is_available(): ... torch.xpu...``; see :func:`.guards.decided_region`), else None:
+    rewritten alone, the body would be churn under a test that still asks for CUDA."""
+    from .guards import OTHER_DEVICES, later_device_branch
+
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(p, ast.If) and any(child is s for s in p.body):
+            test = p.test
+            if isinstance(test, ast.Call) and ctx.qualname(test.func) == "torch.cuda.is_available":
+                line = later_device_branch(ctx, test)
+                if line:
+                    arm = next(a for a in ast.walk(p) if isinstance(a, ast.If) and a.lineno == line)
+                    return line, OTHER_DEVICES.search(ctx.segment(arm.test)).group(1)
+        child = p
+    return None
 
 
 def cuda_test(ctx, node: ast.AST) -> str:

@@ -27,6 +27,7 @@ from ..cuda_only import dotted, only_described
 from ..guards import decided_region, skipped_test
 from ..keyword_args import module_comments
 from ..legacy_tensor import legacy_dtype, plan_legacy_tensor, rewrite_legacy_tensor
+from ..stream_handles import STREAM_GETTERS, cuda_stream_needed
 from .cuda_call import looks_like_index
 
 _KEYWORDS = {
@@ -153,31 +154,6 @@ def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
     return guard if _duplicate_seed(ctx, inner) is guard else None
 
 
-#: Their CUDA results are ``torch.cuda.Stream``s, whose ``__eq__`` is False for any other class.
-_STREAM_GETTERS = frozenset({"torch.cuda.current_stream"})
-
-#: Stream methods and functions that take any ``torch.Stream``.
-_STREAM_TAKERS = frozenset({"wait_stream", "record_stream", "wait_event", "record_event", "set_stream", "stream"})
-
-
-def _cuda_stream_needed(ctx, call: ast.Call) -> str:
-    """Why the ``torch.cuda.Stream`` that ``call`` returns must stay one ("" when it need not): it is
-    compared with another stream, its ``cuda_stream`` handle is read, or it is handed to code
-    outside torch (torchtune passes it to vLLM's NCCL broadcast, which reads ``stream.cuda_stream``)."""
-    parent = ctx.parent(call)
-    if isinstance(parent, ast.Compare):
-        return "the stream is compared with another one (a `torch.cuda.Stream` never equals a `torch.Stream`)"
-    if isinstance(parent, ast.Attribute) and parent.attr == "cuda_stream":
-        return "its `cuda_stream` handle is read"
-    outer = ctx.parent(parent) if isinstance(parent, ast.keyword) else parent
-    if isinstance(outer, ast.Call) and outer.func is not call:
-        name = ctx.qualname(outer.func) or ""
-        last = outer.func.attr if isinstance(outer.func, ast.Attribute) else getattr(outer.func, "id", "")
-        if not name.startswith("torch.") and last not in _STREAM_TAKERS:
-            return f"it is handed to `{ctx.segment(outer.func)}`, which may need a CUDA stream"
-    return ""
-
-
 def _stats_key_read(ctx, call: ast.Call) -> str:
     """``memory_stats()["num_alloc_retries"]``, directly or through the name it is assigned to in
     the same function (composer's auto-microbatching): the first key read with ``[...]``, as written."""
@@ -241,7 +217,7 @@ def _device_idiom_plan(ctx, hit, call):
     stored in a name that does not look like a device, passed as ``default=``...): the guard and
     the string it chooses are one rewrite, as NRN202 does it."""
     from ..device_forms import literal_kind
-    from ..device_idiom import plan_guard
+    from ..device_idiom import device_call_arm, guarded_device_call, plan_guard
 
     guard, child = ctx.parent(call), call
     if isinstance(guard, ast.UnaryOp) and isinstance(guard.op, ast.Not):
@@ -249,6 +225,9 @@ def _device_idiom_plan(ctx, hit, call):
     if not (isinstance(guard, ast.IfExp) and guard.test is child):
         return None
     literal = guard.orelse if child is not call else guard.body
+    inner = device_call_arm(ctx, literal) if child is call else None
+    if inner is not None and guarded_device_call(ctx, inner) is guard:
+        literal = inner  # `torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")`
     kind = literal_kind(literal)
     if kind is None and isinstance(literal, (ast.List, ast.Tuple, ast.BinOp)):
         from ..device_lists import plan_device_list
@@ -293,8 +272,8 @@ class CudaApi:
             ctx.note(hit, f"not rewritten: the result is read for more than its name and total memory "
                           f"(compute capability and the like are CUDA's own), which `{target}` may not offer")
             return None
-        if hit.subject in _STREAM_GETTERS and call is not None:
-            why = _cuda_stream_needed(ctx, call)
+        if hit.subject in STREAM_GETTERS and call is not None:
+            why = cuda_stream_needed(ctx, call)
             if why:
                 ctx.note(hit, f"not rewritten: {why}, and `{target}` returns a generic `torch.Stream`, which is "
                               "not a `torch.cuda.Stream` even on CUDA")

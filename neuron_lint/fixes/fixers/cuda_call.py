@@ -49,12 +49,32 @@ def _is_current_index(ctx, node) -> bool:
             and ctx.qualname(node.func) in _CURRENT_INDEX)
 
 
+def _own_mover(ctx, call) -> str:
+    """``self.cuda()`` in a class that defines its own ``cuda`` or ``to``: the method ``.to(...)``
+    would reach, or ``""``. flux's TensorRT ``Engine.to`` calls ``self.cuda()``, its own engine
+    loader: written ``self.to(...)``, it calls itself until ``RecursionError``."""
+    receiver = call.func.value
+    if not (isinstance(receiver, ast.Name) and receiver.id == "self"):
+        return ""
+    cls = next((p for p in ctx.ancestors(call) if isinstance(p, ast.ClassDef)), None)
+    if cls is None:
+        return ""
+    own = {s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))} & {"cuda", "to"}
+    return f"{cls.name}.{sorted(own)[-1]}" if own else ""
+
+
 class CudaCall:
     name = "cuda_call"
 
     def plan(self, ctx, hit):
         call = hit.call
         if call is None or not isinstance(call.func, ast.Attribute):
+            return None
+        own = _own_mover(ctx, call)
+        if own:
+            ctx.note(hit, f"not rewritten: the class defines its own `{own.rsplit('.', 1)[1]}()` (`{own}`), "
+                          "so `self.cuda()` and `self.to(...)` are the project's methods, not `nn.Module`'s; "
+                          "rewritten, they could call each other without end")
             return None
         args, kws = call.args, call.keywords
         if len(args) > 2 or any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in kws):

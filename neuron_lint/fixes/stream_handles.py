@@ -1,0 +1,56 @@
+"""When a ``torch.cuda.Stream`` must stay one: a generic ``torch.Stream`` (what ``torch.Stream()``
+and ``torch.accelerator.current_stream()`` give) never equals a ``torch.cuda.Stream`` and has no
+``cuda_stream`` handle, which TensorRT, CuPy and custom extensions read."""
+
+from __future__ import annotations
+
+import ast
+
+#: Their CUDA results are ``torch.cuda.Stream``s, whose ``__eq__`` is False for any other class.
+STREAM_GETTERS = frozenset({"torch.cuda.current_stream", "torch.cuda.Stream"})
+
+#: Stream methods and functions that take any ``torch.Stream``.
+_STREAM_TAKERS = frozenset({"wait_stream", "record_stream", "wait_event", "record_event", "set_stream", "stream"})
+
+
+def cuda_stream_needed(ctx, call: ast.Call) -> str:
+    """Why the ``torch.cuda.Stream`` that ``call`` returns must stay one ("" when it need not): it is
+    compared with another stream, its ``cuda_stream`` handle is read, or it is handed to code
+    outside torch (torchtune passes it to vLLM's NCCL broadcast, which reads ``stream.cuda_stream``)."""
+    parent = ctx.parent(call)
+    if isinstance(parent, ast.Compare):
+        return "the stream is compared with another one (a `torch.cuda.Stream` never equals a `torch.Stream`)"
+    if isinstance(parent, ast.Attribute) and parent.attr == "cuda_stream":
+        return "its `cuda_stream` handle is read"
+    bound = _handle_read_later(ctx, call, parent)
+    if bound:
+        return f"the `cuda_stream` handle of `{bound}`, which holds it, is read"
+    outer = ctx.parent(parent) if isinstance(parent, ast.keyword) else parent
+    if isinstance(outer, ast.Call) and outer.func is not call:
+        name = ctx.qualname(outer.func) or ""
+        last = outer.func.attr if isinstance(outer.func, ast.Attribute) else getattr(outer.func, "id", "")
+        if not name.startswith("torch.") and last not in _STREAM_TAKERS:
+            return f"it is handed to `{ctx.segment(outer.func)}`, which may need a CUDA stream"
+    return ""
+
+
+def _handle_read_later(ctx, call: ast.Call, parent) -> str:
+    """The name or attribute ``call`` is assigned to when its ``.cuda_stream`` is read later: in
+    the same function for a local name (flux's CUDA-graph capture: ``s = torch.cuda.Stream()``,
+    then ``execute_async_v3(s.cuda_stream)``), anywhere in the module for ``self.<attr>``."""
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is call):
+        return ""
+    target = parent.targets[0]
+    if isinstance(target, ast.Name):
+        scope, wanted = ctx.enclosing_function(call) or ctx.tree, target.id
+    elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        scope, wanted = ctx.tree, target.attr
+    else:
+        return ""
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Attribute) and n.attr == "cuda_stream":
+            held = n.value
+            name = held.id if isinstance(held, ast.Name) else held.attr if isinstance(held, ast.Attribute) else None
+            if name == wanted and (isinstance(held, ast.Name) == isinstance(target, ast.Name)):
+                return ctx.segment(target)
+    return ""
