@@ -555,6 +555,48 @@ def test_a_skip_whose_reason_names_a_cuda_feature_is_left_with_a_note():
     assert "Deformable not supported for cpu" in note
 
 
+REQUIRE_CUDA = """
+    from functools import wraps
+
+    import pytest
+    import torch
+
+
+    def require_cuda(func):
+        @wraps(func)
+        def wrapper(*args, **kwargs):
+            if not torch.cuda.is_available():
+                pytest.skip("requires cuda")
+            return func(*args, **kwargs)
+
+        return wrapper
+
+
+    def needs_gpu(func):
+        @wraps(func)
+        def wrapper(*args, **kwargs):
+            if not torch.cuda.is_available():
+                pytest.skip("requires a GPU")
+            return func(*args, **kwargs)
+
+        return wrapper
+"""
+
+
+def test_a_skip_decorator_in_a_tests_folder_helper_or_named_for_cuda_keeps_its_cuda_check():
+    # lerobot's tests/utils.py: `require_cuda` guards 55 tests that call .cuda() or build configs
+    # that only know cuda/mps/xpu/cpu; widened, they ran (and failed) on Trainium
+    for unsafe in (False, True):
+        fixed = fix_all(REQUIRE_CUDA, "tests/utils.py", unsafe_fixes=unsafe)
+        assert fixed.count("torch.cuda.is_available()") == 2 and "accelerator" not in fixed
+    left = notes(REQUIRE_CUDA, "tests/utils.py", select=("NRN2",), unsafe_fixes=True)
+    assert any("decides whether (and on which device) tests run" in n for n in left)
+    # outside test code only the function named for CUDA keeps its check
+    fixed = fix_all(REQUIRE_CUDA, "mylib/testing.py", unsafe_fixes=True)
+    require, needs = fixed.split("def needs_gpu")
+    assert "torch.cuda.is_available()" in require and "torch.accelerator.is_available()" in needs
+
+
 # ---------------------------------------------------------------- device lists and defaults (issue 11)
 DEVICE_LIST = """
     import torch

@@ -42,6 +42,7 @@ from .device_choice import (
     short,
 )
 from .device_defaults import plan_default, rewrite_default
+from .device_destinations import assigned_for_amp, default_checked_as_cuda, default_for_amp
 from .device_forms import (
     convert,
     cst_kind,
@@ -82,26 +83,6 @@ def _queried_gpu(ctx, node) -> ast.Call | None:
             call = ctx.parent(call)
     if isinstance(call, ast.Call) and node is not call.func and cuda_hardware_query(ctx, call):
         return call
-    return None
-
-
-def _default_for_amp(ctx, node) -> ast.Call | None:
-    """The ``GradScaler``/``autocast`` call a parameter defaulting to ``node`` is given to in its
-    function (timm's ``NativeScaler(device='cuda')``: ``torch.amp.GradScaler(device=device)``), or None."""
-    params = ctx.parent(node)
-    if not isinstance(params, ast.arguments):
-        return None
-    fn = ctx.parent(params)
-    positional = [*params.posonlyargs, *params.args]
-    named = [a.arg for a, d in zip(positional[len(positional) - len(params.defaults):], params.defaults) if d is node]
-    named += [a.arg for a, d in zip(params.kwonlyargs, params.kw_defaults) if d is node]
-    if not named or not hasattr(fn, "body"):
-        return None
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and (short(ctx, n.func).rsplit(".", 1)[-1] in ("GradScaler", "autocast")):
-            values = [*n.args, *(k.value for k in n.keywords)]
-            if any(isinstance(v, ast.Name) and v.id == named[0] for v in values):
-                return n
     return None
 
 
@@ -202,11 +183,21 @@ def _kept_literal(ctx, node) -> str:
         return (f"`{short(ctx, compared)}` asks whether a device is CUDA; with the current device's type it "
                 "would also hold for the CPU on a CPU-only host. Compare with the current accelerator's type "
                 "and `!= \"cpu\"` by hand")
-    amp = _default_for_amp(ctx, node) if not ctx.neuron else None
+    amp = default_for_amp(ctx, node) if not ctx.neuron else None
     if amp is not None:
         return (f"the parameter goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which switches itself "
                 "off on a host without CUDA; with the current device type it would run on the CPU there. Pass "
                 "`enabled=<device type> != \"cpu\"` to it, then rewrite the default")
+    amp = assigned_for_amp(ctx, node) if not ctx.neuron else None
+    if amp is not None:
+        return (f"the variable goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which switches itself "
+                "off on a host without CUDA; with the current device type it would run on the CPU there. Pass "
+                "`enabled=<device type> != \"cpu\"` to it, then rewrite the string")
+    checked = default_checked_as_cuda(ctx, node)
+    if checked is not None:
+        return (f"the function checks the parameter against CUDA's name (`{short(ctx, checked)}`, line "
+                f"{checked.lineno}); with the current device's type as its default that check would see "
+                "`neuron` on Trainium. Make the check device-agnostic, then the default")
     return ""
 
 

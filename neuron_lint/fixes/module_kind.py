@@ -7,12 +7,33 @@ driver, perhaps before a fork), so it gets a small function instead of a module-
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import os
+import re
 
 
 def is_str(node, *values) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and (not values or node.value in values)
+
+
+_TEST_DIRS = {"tests", "test", "testing"}
+
+
+def is_test_path(path: str) -> bool:
+    """``test_*.py``, ``*_test.py``, ``conftest.py``, or a file under a ``tests``/``test`` folder of the project."""
+    path = path or ""
+    if os.path.isabs(path):  # only the folders inside the project count, not where it was checked out
+        try:
+            rel = os.path.relpath(path)
+        except ValueError:
+            rel = ".."
+        path = rel if not rel.startswith("..") else os.path.join(*(re.split(r"[\\/]+", path)[-3:]))
+    parts = re.split(r"[\\/]+", path)
+    name = parts[-1] if parts else ""
+    if fnmatch.fnmatch(name, "test_*.py") or fnmatch.fnmatch(name, "*_test.py") or name == "conftest.py":
+        return True
+    return any(p in _TEST_DIRS for p in parts[:-1])
 
 
 def is_main_guard(stmt: ast.stmt) -> bool:

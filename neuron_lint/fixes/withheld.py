@@ -7,7 +7,8 @@
   releases, and the ``except AttributeError`` (``ImportError``...) fallback of a ``try`` that uses
   a torch API;
 - code a test expects to raise (inside ``with pytest.raises(...)``);
-- in a test module, a CUDA availability check or device count (a skip, a device list, a world
+- in test code (a test module, anything under a ``tests`` folder) or a function named for CUDA
+  (``require_cuda``), a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`);
 - code in a class named for CUDA or the GPU (``DeviceGPU``, ``CudaTimer``), or in a class's own
   ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from .module_kind import is_str
+from .module_kind import is_str, is_test_path
 
 
 def withheld(ctx, hit, node: ast.AST) -> str:
@@ -50,7 +51,8 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 f"{expected.lineno}), so it is the code under test")
     gate = test_gate(ctx, node)
     if gate:
-        return (f"not rewritten: in a test module `{gate}` decides whether (and on which device) tests run. "
+        return (f"not rewritten: in test code, or a function whose name asks for CUDA, `{gate}` decides "
+                "whether (and on which device) tests run. "
                 "Rewritten, CUDA-only tests would run on Trainium, and what they need (kernels, Inductor, "
                 "CUDA graphs, the project's compiled operators) is mostly out of sight; decide by hand which "
                 "tests Trainium runs")
@@ -149,17 +151,31 @@ def expected_to_raise(ctx, node: ast.AST):
 _GATES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 
 
+#: With ``cuda``, the words of a function's name that make it a question about CUDA (``require_cuda``,
+#: ``skip_if_no_cuda``, ``is_cuda_available``), not work done on it (``gc_cuda``, ``to_cuda``).
+_ASKING = frozenset({"require", "requires", "skip", "has", "is", "available", "needs", "only", "check"})
+
+
+def _asks_for_cuda(words: list[str]) -> bool:
+    return "cuda" in words and bool(_ASKING & set(words))
+
+
 def test_gate(ctx, node: ast.AST) -> str:
     """The CUDA availability check or device count (as written) that a fix at ``node`` would
-    rewrite in a test module, or ``""``.
+    rewrite in test code, or in a function named for CUDA, or ``""``.
 
     Reviewing the fixed tests of torchtitan and detectron2 showed CUDA skips widened to
     ``torch.accelerator`` in front of Triton custom operators, Inductor, CUDA graphs, gloo process
     groups and the project's own compiled operators, none of which a neuron tensor can use. The
-    decided code is mostly in other modules, so the check stays as it is."""
-    from .device_choice import is_test_file
+    decided code is mostly in other modules, so the check stays as it is. Test code is the test
+    modules and everything under a ``tests`` folder (lerobot's ``tests/utils.py`` defines the
+    ``require_cuda`` decorator 55 tests use); a function whose name asks for CUDA (``require_cuda``,
+    ``skip_if_no_cuda``, ``has_cuda``) does so wherever it is."""
+    from .guards import name_words
 
-    if not is_test_file(ctx):
+    if not is_test_path(getattr(ctx, "path", "")) and not any(
+            isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and _asks_for_cuda(name_words(p.name))
+            for p in ctx.ancestors(node)):
         return ""
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES:

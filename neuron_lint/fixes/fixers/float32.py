@@ -21,8 +21,6 @@ CPUs too). And it is not offered at all where float64 is there on purpose or cos
 from __future__ import annotations
 
 import ast
-import fnmatch
-import os
 import re
 
 from ..host_values import (
@@ -35,6 +33,7 @@ from ..host_values import (
     module_moves_tensors,
 )
 from ..keyword_args import module_comments
+from ..module_kind import is_test_path
 
 _RENAMED = {"float64": "float32", "double": "float32", "DoubleTensor": "FloatTensor"}
 _FLOAT_DTYPES = {"float64", "double", "float32", "float", "float16", "half", "bfloat16", "float8_e4m3fn",
@@ -48,26 +47,9 @@ _ON_PURPOSE = re.compile(
     r"overflow|underflow|round-?off|tolerance|catastroph",
     re.IGNORECASE,
 )
-_TEST_DIRS = {"tests", "test", "testing"}
 
 
 # ---------------------------------------------------------------------------------- traps
-def is_test_path(path: str) -> bool:
-    """``test_*.py``, ``*_test.py``, ``conftest.py``, or a file under a ``tests``/``test`` folder of the project."""
-    path = path or ""
-    if os.path.isabs(path):  # only the folders inside the project count, not where it was checked out
-        try:
-            rel = os.path.relpath(path)
-        except ValueError:
-            rel = ".."
-        path = rel if not rel.startswith("..") else os.path.join(*(re.split(r"[\\/]+", path)[-3:]))
-    parts = re.split(r"[\\/]+", path)
-    name = parts[-1] if parts else ""
-    if fnmatch.fnmatch(name, "test_*.py") or fnmatch.fnmatch(name, "*_test.py") or name == "conftest.py":
-        return True
-    return any(p in _TEST_DIRS for p in parts[:-1])
-
-
 def _is_gradcheck(ctx, call) -> bool:
     if not isinstance(call, ast.Call):
         return False

@@ -1,0 +1,98 @@
+"""Where a CUDA device string goes that keeps it CUDA's: code that reads ``"cuda"`` for more than a device.
+
+The current device's type is ``"cuda"`` on a GPU and ``"neuron"`` on Trainium, as wanted, but
+``"cpu"`` on a CPU-only host, where some code that received ``"cuda"`` behaved differently:
+
+- ``torch.autocast("cuda", ...)`` and ``GradScaler("cuda")`` switch themselves off on a host
+  without CUDA; handed ``"cpu"`` they run (CPU autocast in bfloat16, other losses). A parameter
+  default (timm's ``NativeScaler(device='cuda')``) or a local variable (olmo's ``autocast_device =
+  "mps" if self.device.type == "mps" else "cuda"``) that reaches one of them stays;
+- a parameter whose value the function checks against CUDA's name (lm_eval's ``if device not in
+  ["cuda", "cpu"]: device = int(device)``) would get ``"neuron"`` there and fail the check.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .device_choice import cuda_test, is_availability, short
+from .module_kind import is_str
+
+_AMP = ("GradScaler", "autocast")
+
+
+def _parameter(ctx, node) -> tuple[ast.AST, str] | None:
+    """(the function, the parameter's name) when ``node`` is a parameter's default, else None."""
+    params = ctx.parent(node)
+    if not isinstance(params, ast.arguments):
+        return None
+    fn = ctx.parent(params)
+    positional = [*params.posonlyargs, *params.args]
+    named = [a.arg for a, d in zip(positional[len(positional) - len(params.defaults):], params.defaults) if d is node]
+    named += [a.arg for a, d in zip(params.kwonlyargs, params.kw_defaults) if d is node]
+    if not named or not isinstance(getattr(fn, "body", None), list):
+        return None
+    return fn, named[0]
+
+
+def _amp_call_given(ctx, scope, name: str) -> ast.Call | None:
+    """The first ``GradScaler``/``autocast`` call in ``scope`` that is handed the name ``name``."""
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Call) and short(ctx, n.func).rsplit(".", 1)[-1] in _AMP:
+            if any(isinstance(v, ast.Name) and v.id == name for v in (*n.args, *(k.value for k in n.keywords))):
+                return n
+    return None
+
+
+def default_for_amp(ctx, node) -> ast.Call | None:
+    """The ``GradScaler``/``autocast`` call a parameter defaulting to ``node`` is given to in its
+    function (timm's ``NativeScaler(device='cuda')``: ``torch.amp.GradScaler(device=device)``), or None."""
+    found = _parameter(ctx, node)
+    return _amp_call_given(ctx, found[0], found[1]) if found else None
+
+
+def assigned_for_amp(ctx, node) -> ast.Call | None:
+    """The ``GradScaler``/``autocast`` call of the same function handed a local name that is
+    assigned ``node``, alone or as an arm of a conditional expression whose test is not about CUDA
+    (olmo's ``autocast_device = "mps" if self.device.type == "mps" else "cuda"``), or None. A test
+    about CUDA (nanoGPT's ``'cuda' if 'cuda' in device else 'cpu'``) is rewritten with the string."""
+    child, parent = node, ctx.parent(node)
+    while isinstance(parent, ast.IfExp) and child is not parent.test:
+        compares, available, _ = cuda_test(ctx, parent.test)
+        if compares or available or is_availability(ctx, parent.test):
+            return None
+        child, parent = parent, ctx.parent(parent)
+    if not (isinstance(parent, ast.Assign) and parent.value is child and len(parent.targets) == 1
+            and isinstance(parent.targets[0], ast.Name)):
+        return None
+    scope = next((p for p in ctx.ancestors(parent) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                 ctx.tree)
+    return _amp_call_given(ctx, scope, parent.targets[0].id)
+
+
+def _names_cuda(node) -> bool:
+    return is_str(node, "cuda") or (isinstance(node, (ast.List, ast.Tuple, ast.Set))
+                                    and any(is_str(e, "cuda") for e in node.elts))
+
+
+def default_checked_as_cuda(ctx, node) -> ast.Compare | None:
+    """The comparison in its function of a parameter defaulting to ``node`` with CUDA's name
+    (``device == "cuda"``, ``device not in ["cuda", "cpu"]``), or None. The ``except`` handlers of
+    a ``try`` are left out: they are the fallback for torch releases the fixed code no longer meets."""
+    found = _parameter(ctx, node)
+    if found is None:
+        return None
+    fn, name = found
+    todo = list(fn.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Try):  # its handlers are the fallback for older releases (timm's fast_norm)
+            todo.extend([*n.body, *n.orelse, *n.finalbody])
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+        if isinstance(n, ast.Compare):
+            operands = [n.left, *n.comparators]
+            if (any(isinstance(o, ast.Name) and o.id == name for o in operands)
+                    and any(_names_cuda(o) for o in operands)):
+                return n
+    return None
