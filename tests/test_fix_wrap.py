@@ -167,6 +167,53 @@ def test_a_split_call_whose_arguments_a_fix_shortened_is_joined_as_ruff_format_d
     assert _ruff_format(fixed.replace(commented, "")) == fixed.replace(commented, "")
 
 
+def test_a_parenthesised_value_a_fix_shortened_loses_its_parentheses_as_ruff_format_does():
+    # lm-eval's HFLM: `self._device = (` / the availability idiom over three lines / `)` became
+    # `(` / `_current_device()` / `)`, which newly failed `ruff format --check`
+    src = """
+        import torch
+
+
+        class Model:
+            def setup(self, verbose):
+                if verbose:
+                    self._device = (
+                        torch.device("cuda")
+                        if torch.cuda.is_available()
+                        else torch.device("cpu")
+                    )
+                pair = (
+                    torch.zeros(1, device="cuda"),
+                    torch.ones(1),
+                )
+                return pair
+    """
+    fixed = _fix(src)
+    assert "            self._device = _current_device()\n" in fixed
+    assert "        pair = (\n" in fixed  # a tuple keeps its parentheses
+    assert _ruff_format(fixed) == fixed
+
+
+def test_a_file_whose_long_lines_end_in_a_bracket_still_keeps_the_line_length():
+    # lm-eval's megatron_lm.py: its only long code line is an import split as far as it goes, so a
+    # fix that grows a line past 88 is broken as ruff format would, not left long
+    package = ".".join(["package_with_a_long_name"] * 3)
+    fixed = _fix(f"""
+        import torch
+        from {package}.layer_specs import (
+            spec,
+        )
+
+
+        class Eval:
+            def __init__(self):
+                if spec:
+                    self._device = torch.device(f"cuda:{{torch.cuda.current_device()}}")
+    """)
+    assert '            self._device = torch.device(\n                f"{_current_device().type}:' in fixed
+    assert _ruff_format(fixed) == fixed
+
+
 def test_a_file_that_does_not_keep_the_line_length_is_not_reformatted():
     long_line = "y = " + " + ".join(["aaaaaaaaaa"] * 12) + "\n"
     fixed = _fix("""

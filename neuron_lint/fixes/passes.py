@@ -166,7 +166,9 @@ def _rejoined(current: str, new: str, limit: int, path: str, keeps_length) -> st
 
 
 def _long_code_lines(text: str, limit: int) -> int:
-    """Lines past ``limit`` that are long because of their code, not of a comment or a string."""
+    """Lines past ``limit`` that are long because of their code, not of a comment or a string, nor
+    split as far as a formatter can: a line that ends in an opening bracket (lm-eval's ``from
+    megatron.core.models.gpt.heterogeneous.heterogeneous_layer_specs import (``)."""
     lines = split_lines(text)
     long = {n for n, line in enumerate(lines, 1) if len(line) > limit}
     if not long:
@@ -174,13 +176,21 @@ def _long_code_lines(text: str, limit: int) -> int:
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             (row, col), (end_row, end_col) = tok.start, tok.end
-            if tok.type == tokenize.COMMENT and col <= limit:
+            if tok.type == tokenize.OP and tok.string in "([{" and row in long and _last_on_line(tok):
+                long.discard(row)
+            elif tok.type == tokenize.COMMENT and col <= limit:
                 long.discard(row)
             elif tok.type == tokenize.STRING and (end_row > row or end_col - col >= 20):
                 long.difference_update(range(row, end_row + 1))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         pass
     return len(long)
+
+
+def _last_on_line(tok: tokenize.TokenInfo) -> bool:
+    """Is ``tok`` the last thing on its line but for a comment?"""
+    rest = tok.line[tok.end[1]:].strip()
+    return not rest or rest.startswith("#")
 
 
 def _on_long_lines(current: str, new: str, fixes: list[Finding], limit: int) -> list[Finding]:
