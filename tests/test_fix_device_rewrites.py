@@ -597,6 +597,38 @@ def test_a_skip_decorator_in_a_tests_folder_helper_or_named_for_cuda_keeps_its_c
     assert "torch.cuda.is_available()" in require and "torch.accelerator.is_available()" in needs
 
 
+def test_a_device_string_a_test_expects_back_is_left_as_data():
+    # lm-eval's test_cli_subcommands: Namespace(device="cuda:1") ... assert cfg.device == "cuda:1";
+    # rewritten, the test failed on every host but CUDA
+    src = """
+        from argparse import Namespace
+
+        import pytest
+        import torch
+
+
+        def test_device_passed_through():
+            cfg = Namespace(device="cuda:1", batch_size=16)
+            assert cfg.device == "cuda:1"
+
+
+        def test_runs_on_device():
+            assert torch.ones(2).to("cuda").sum() == 2
+
+
+        @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
+        def test_stays_on_device():
+            x = torch.ones(2, device="cuda")
+            assert x.device.type == "cuda"
+    """
+    fixed = fix_all(src, "tests/test_cli.py", unsafe_fixes=True)
+    assert 'Namespace(device="cuda:1"' in fixed and '.to("cuda")' not in fixed
+    # a test that runs on CUDA only gets its device as before (lerobot's processor tests)
+    assert 'torch.ones(2, device="cuda")' not in fixed
+    (note,) = [n for n in notes(src, "tests/test_cli.py", select=("NRN2",), unsafe_fixes=True) if "data" in n]
+    assert 'cfg.device == "cuda:1"' in note
+
+
 # ---------------------------------------------------------------- device lists and defaults (issue 11)
 DEVICE_LIST = """
     import torch

@@ -8,7 +8,9 @@ The current device's type is ``"cuda"`` on a GPU and ``"neuron"`` on Trainium, a
   default (timm's ``NativeScaler(device='cuda')``) or a local variable (olmo's ``autocast_device =
   "mps" if self.device.type == "mps" else "cuda"``) that reaches one of them stays;
 - a parameter whose value the function checks against CUDA's name (lm_eval's ``if device not in
-  ["cuda", "cpu"]: device = int(device)``) would get ``"neuron"`` there and fail the check.
+  ["cuda", "cpu"]: device = int(device)``) would get ``"neuron"`` there and fail the check;
+- a test that passes the string through code under test and then asserts it came back
+  (lm-eval's ``Namespace(device="cuda:1")`` ... ``assert cfg.device == "cuda:1"``): it is data.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import ast
 
 from .device_choice import cuda_test, is_availability, short
-from .module_kind import is_str
+from .module_kind import is_str, is_test_path
 
 _AMP = ("GradScaler", "autocast")
 
@@ -95,4 +97,29 @@ def default_checked_as_cuda(ctx, node) -> ast.Compare | None:
             if (any(isinstance(o, ast.Name) and o.id == name for o in operands)
                     and any(_names_cuda(o) for o in operands)):
                 return n
+    return None
+
+
+def asserted_by_test(ctx, node) -> ast.AST | None:
+    """In test code, the comparison of the test function holding the string ``node`` with the same
+    string (``assert cfg.device == "cuda:1"``, ``self.assertEqual(cfg.device, "cuda:1")``), or None;
+    None too for a test whose decorators (or its class's) speak of CUDA: it runs on CUDA only."""
+    if not (is_str(node) and is_test_path(getattr(ctx, "path", ""))):
+        return None
+    fn = next((p for p in ctx.ancestors(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fn is None or any("cuda" in (ctx.segment(d) or "").lower() for p in (fn, *ctx.ancestors(fn))
+                         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                         for d in p.decorator_list):
+        return None  # a test that runs on CUDA only (lerobot's skipif): the string is its device there
+    if any(isinstance(p, ast.If) and "cuda" in (ctx.segment(p.test) or "").lower() for p in ctx.ancestors(node)):
+        return None  # the same under `if torch.cuda.is_available():`
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Compare):
+            operands = [n.left, *n.comparators]
+        elif isinstance(n, ast.Call) and getattr(n.func, "attr", "").startswith("assert"):
+            operands = list(n.args)
+        else:
+            continue
+        if any(o is not node and is_str(o, node.value) for o in operands):
+            return n
     return None

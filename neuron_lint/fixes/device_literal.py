@@ -42,7 +42,7 @@ from .device_choice import (
     short,
 )
 from .device_defaults import plan_default, rewrite_default
-from .device_destinations import assigned_for_amp, default_checked_as_cuda, default_for_amp
+from .device_destinations import asserted_by_test, assigned_for_amp, default_checked_as_cuda, default_for_amp
 from .device_forms import (
     convert,
     cst_kind,
@@ -60,6 +60,7 @@ from .device_idiom import (
     rewrite_inline,
 )
 from .device_lists import rewrite_guard_list
+from .module_kind import picks_visible_devices
 
 
 def _parametrize_value(ctx, node) -> bool:
@@ -111,9 +112,12 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         value = ctx.device_variable.value
         # `torch.device("cuda")` probes nothing; the idiom asks the driver when the module is imported,
         # which a library module must not do (on CUDA it initialises the driver, perhaps before a fork).
-        unsafe = None if ctx.is_script else "unsafe"
+        # A script that picks the visible GPUs when it runs must not ask before it does (yolov5).
+        chooses = ctx.is_script and picks_visible_devices(ctx)
+        unsafe = None if ctx.is_script and not chooses else "unsafe"
         message = "Define the device with `torch.accelerator`" + (
-            "" if ctx.is_script else " (this library module then probes the device when it is imported)")
+            " (the module then probes the device when it is imported, before it chooses the visible GPUs)" if chooses
+            else "" if ctx.is_script else " (this library module then probes the device when it is imported)")
         return ctx.propose(hit, value, type(value).__name__, message,
                            {"mode": "define", "name": ctx.device_variable.targets[0].id}, applicability=unsafe)
     test = None if moved_unless_there(ctx, node) else decided_by_branch(ctx, node)
@@ -178,6 +182,10 @@ def _kept_literal(ctx, node) -> str:
     if pinned is not None:
         return (f"the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, line "
                 f"{pinned.lineno}), so this CUDA device is the value it expects")
+    expected = asserted_by_test(ctx, node)
+    if expected is not None:
+        return (f"the test checks that this string comes back as it is (`{short(ctx, expected)}`, line "
+                f"{expected.lineno}); it is data, not the device the test runs on")
     compared = _compared_device(ctx, node)
     if compared is not None and not moved_unless_there(ctx, node):
         return (f"`{short(ctx, compared)}` asks whether a device is CUDA; with the current device's type it "

@@ -282,13 +282,19 @@ def names_gpu(name: str) -> bool:
     return any(w in ("gpu", "gpus") for w in name_words(name))
 
 
+#: A package built for CUDA GPUs: ``onnxruntime-gpu``, ``faiss-gpu``, ``cupy-cuda12x``.
+_GPU_PACKAGE = re.compile(r"[A-Za-z0-9.]{1,40}[-_](gpu|cuda[0-9x]{0,4})", re.IGNORECASE)
+
+
 def _gpu_choice(ctx, nodes, guard) -> str:
     """What in the decided code picks the project's GPU path: a ``"gpu"`` string (composer's
-    ``device="gpu"``) or a call of something named for the GPU (``DeviceGPU()``), or ``""``."""
+    ``device="gpu"``), a package built for CUDA (yolov5's ``check_requirements("onnxruntime-gpu" if
+    cuda else "onnxruntime")``) or a call of something named for the GPU (``DeviceGPU()``), or ``""``."""
     for top in nodes:
         for n in _walk_decided(top, guard):
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.lower().split(":")[0] in (
-                    "gpu", "gpus") and not isinstance(ctx.parent(n), ast.Compare):  # picked, not asked about
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and (
+                    n.value.lower().split(":")[0] in ("gpu", "gpus") or _GPU_PACKAGE.fullmatch(n.value)
+            ) and not isinstance(ctx.parent(n), ast.Compare):  # picked, not asked about
                 return f"`{n.value!r}` (line {n.lineno})"
             if isinstance(n, ast.Call):
                 name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")

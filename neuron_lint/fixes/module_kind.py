@@ -111,3 +111,18 @@ def _file_has_code(init: str, mtime_ns: int, size: int) -> bool:  # keyed on the
     except (OSError, SyntaxError, ValueError):
         return True
     return any(not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in tree.body)
+
+
+def picks_visible_devices(ctx) -> bool:
+    """Does the module choose the visible GPUs when it runs: set ``CUDA_VISIBLE_DEVICES`` (or
+    another ``*_VISIBLE_DEVICES``) or call a ``select_device`` (yolov5's, which sets it)? Asking for
+    the device at import would start the CUDA driver before that, and the choice would be ignored
+    (``--device 1`` ran on GPU 0). Asked once per module (the answer is kept on ``ctx``)."""
+    found = ctx.__dict__.get("_nrn_visible_devices")
+    if found is None:
+        found = any(
+            (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("_VISIBLE_DEVICES"))
+            or (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "select_device")
+            for n in ast.walk(ctx.tree))
+        ctx.__dict__["_nrn_visible_devices"] = found
+    return found
