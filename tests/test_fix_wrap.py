@@ -167,6 +167,7 @@ def test_a_split_call_whose_arguments_a_fix_shortened_is_joined_as_ruff_format_d
     assert _ruff_format(fixed.replace(commented, "")) == fixed.replace(commented, "")
 
 
+@pytest.mark.slow  # runs the real ruff
 def test_a_parenthesised_value_a_fix_shortened_loses_its_parentheses_as_ruff_format_does():
     # lm-eval's HFLM: `self._device = (` / the availability idiom over three lines / `)` became
     # `(` / `_current_device()` / `)`, which newly failed `ruff format --check`
@@ -194,6 +195,7 @@ def test_a_parenthesised_value_a_fix_shortened_loses_its_parentheses_as_ruff_for
     assert _ruff_format(fixed) == fixed
 
 
+@pytest.mark.slow  # runs the real ruff
 def test_a_file_whose_long_lines_end_in_a_bracket_still_keeps_the_line_length():
     # lm-eval's megatron_lm.py: its only long code line is an import split as far as it goes, so a
     # fix that grows a line past 88 is broken as ruff format would, not left long
