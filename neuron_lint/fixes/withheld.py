@@ -7,7 +7,7 @@
   releases, and the ``except AttributeError`` (``ImportError``...) fallback of a ``try`` that uses
   a torch API;
 - code a test expects to raise (inside ``with pytest.raises(...)``);
-- in test code (a test module, anything under a ``tests`` folder) or a function named for CUDA
+- in test code (a test module, anything under a ``tests`` folder) or a function whose name asks for CUDA
   (``require_cuda``), a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`);
 - code in a class named for CUDA or the GPU (``DeviceGPU``, ``CudaTimer``), or in a class's own
@@ -162,7 +162,7 @@ def _asks_for_cuda(words: list[str]) -> bool:
 
 def test_gate(ctx, node: ast.AST) -> str:
     """The CUDA availability check or device count (as written) that a fix at ``node`` would
-    rewrite in test code, or in a function named for CUDA, or ``""``.
+    rewrite in test code, or in a function whose name asks for CUDA, or ``""``.
 
     Reviewing the fixed tests of torchtitan and detectron2 showed CUDA skips widened to
     ``torch.accelerator`` in front of Triton custom operators, Inductor, CUDA graphs, gloo process
