@@ -149,6 +149,33 @@ def test_setup_cfg_one_per_line_and_extras():
     ]
 
 
+def test_cog_python_packages_are_checked_and_other_keys_passed_over():
+    # Replicate Cog (BLIP's cog.yaml): only build.python_packages holds pip requirements
+    text = textwrap.dedent("""\
+        build:
+          gpu: true
+          cuda: "11.1"
+          system_packages:
+            - "flash-attn"
+          python_packages:
+            - "torch==1.10.0"
+            - 'flash-attn==2.5.8'  # comment
+            - --extra-index-url https://download.pytorch.org/whl/cu121
+          run:
+            - pip install flash-attn
+        predict: "predict.py:Predictor"
+        """)
+    assert _at(_check(text, "cog.yaml")) == [("NRN680", 8, 8, 25), ("NRN686", 9, 25, 63)]
+
+
+def test_add_noqa_silences_a_finding_in_cog_yaml(tmp_path, cli):
+    path = tmp_path / "cog.yaml"
+    path.write_text('build:\n  python_packages:\n    - "flash-attn==2.5.0"\n')
+    assert cli("check", "--no-cache", "--add-noqa", str(tmp_path), cwd=tmp_path).returncode == 0
+    assert path.read_text() == 'build:\n  python_packages:\n    - "flash-attn==2.5.0"  # noqa: NRN680\n'
+    assert cli("check", "--no-cache", str(tmp_path), cwd=tmp_path).returncode == 0
+
+
 def test_conda_environment_with_pip_section_and_quotes():
     text = textwrap.dedent("""\
         name: train
@@ -249,6 +276,6 @@ def test_line_based_scanners_never_raise(text):
     """Any text gives findings or nothing, never an exception (one bad file must not stop a scan)."""
     from neuron_lint.manifests import scan_text
 
-    for kind in ("requirements", "setup.cfg", "conda"):
+    for kind in ("requirements", "setup.cfg", "conda", "cog"):
         for entry in scan_text(text, kind):
             assert entry.line >= 1 and entry.end_col >= entry.col >= 1

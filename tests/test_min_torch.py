@@ -92,6 +92,9 @@ def test_the_oldest_declaration_counts_and_below_2_6_stays_2_6_with_a_warning(tm
     ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    torch>2.9\n", (2, 9)),
     ("environment.yml", "name: e\ndependencies:\n  - python=3.11\n  - pytorch=2.11.0=py3.11_cuda12.1_0\n", (2, 11, 0)),
     ("environment.yml", "name: e\ndependencies:\n  - pip:\n    - torch>=2.12\n", (2, 12)),
+    # BLIP: Replicate's Cog image is the only place it names its torch
+    ("cog.yaml", 'build:\n  gpu: true\n  python_packages:\n    - "ipython==7.30.1"\n    - "torch==1.10.0"\n', (1, 10, 0)),
+    ("cog.yaml", "build:\n  python_packages: ['torch>=2.7', numpy]\n  system_packages:\n  - torch-is-not-here\n", (2, 7)),
     ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["torch<3"]\n', None),
     ("requirements.txt", "torchvision>=0.20\n", None),
 ])

@@ -1,7 +1,7 @@
 """``--add-noqa`` for dependency manifests: ``# noqa: CODES`` at the end of each line with findings.
 
 Only where an end-of-line ``#`` starts a comment: requirements files, ``pyproject.toml`` (TOML) and
-conda ``environment*.yml`` (YAML). ``setup.cfg`` is left alone (setuptools would read an inline
+conda ``environment*.yml`` and Cog's ``cog.yaml`` (YAML). ``setup.cfg`` is left alone (setuptools would read an inline
 ``#`` as part of the value); ``setup.py`` is Python and gets its comments as any Python file.
 Before anything is written the new text is read again: it must give exactly the same entries (and,
 for ``pyproject.toml``, the same TOML data) and no finding left on the lines it suppressed; else
@@ -16,7 +16,7 @@ from .kinds import scan_text
 from .suppression import with_codes
 
 #: Manifest kinds a ``# noqa`` comment can be added to.
-KINDS = ("requirements", "pyproject", "conda")
+KINDS = ("requirements", "pyproject", "conda", "cog")
 
 
 class ManifestNoqaError(ValueError):

@@ -8,7 +8,7 @@ from typing import Iterator
 from .entries import LOCAL_RE, Entry, normalize, strip_comment
 from .requirements import pip_line
 
-def _yaml_scalar(raw: str) -> tuple[str, int]:
+def yaml_scalar(raw: str) -> tuple[str, int]:
     """The value of a plain or quoted YAML scalar and its offset in ``raw``."""
     s = raw.strip()
     offset = len(raw) - len(raw.lstrip())
@@ -61,7 +61,7 @@ def scan_conda(text: str) -> Iterator[Entry]:
             if in_deps and flow.startswith("["):
                 start = body.index("[") + 1
                 for item in re.finditer(r"[^,\[\]]+", body[start:]):
-                    value, off = _yaml_scalar(item.group(0))
+                    value, off = yaml_scalar(item.group(0))
                     entry = _conda_spec(value, n, start + item.start() + off)
                     if value and entry:
                         yield entry
@@ -74,7 +74,7 @@ def scan_conda(text: str) -> Iterator[Entry]:
             continue
         if pip_indent >= 0 and indent <= pip_indent:
             pip_indent = -1
-        value, off = _yaml_scalar(item.group(2))
+        value, off = yaml_scalar(item.group(2))
         col = item.start(2) + off  # 0-based
         if pip_indent >= 0:
             yield from pip_line(value, n, col + 1)

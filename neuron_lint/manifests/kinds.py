@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .cog import scan_cog
 from .conda import scan_conda
 from .entries import Entry
 from .pyproject import scan_pyproject
@@ -12,7 +13,7 @@ from .requirements import scan_requirements
 from .setup_files import scan_setup_cfg, scan_setup_py
 
 def manifest_kind(path: Path | str) -> str | None:
-    """``requirements``, ``pyproject``, ``setup.py``, ``setup.cfg``, ``conda`` or None."""
+    """``requirements``, ``pyproject``, ``setup.py``, ``setup.cfg``, ``conda``, ``cog`` or None."""
     p = Path(path)
     name = p.name.lower()
     if name == "pyproject.toml":
@@ -25,6 +26,8 @@ def manifest_kind(path: Path | str) -> str | None:
         return "requirements"
     if name.startswith("environment") and name.endswith((".yml", ".yaml")):
         return "conda"
+    if name in ("cog.yaml", "cog.yml"):
+        return "cog"
     return None
 
 
@@ -47,6 +50,7 @@ SCANNERS = {
     "setup.py": scan_setup_py,
     "setup.cfg": scan_setup_cfg,
     "conda": scan_conda,
+    "cog": scan_cog,
 }
 
 
