@@ -15,7 +15,7 @@ from .device_choice import qual
 from .device_forms import convert, cst_literal_kind
 
 
-def _parameter_default(ctx, node):
+def parameter_default(ctx, node):
     """``def f(device="cuda")`` / ``def f(device=torch.device("cuda"))``: (the function, the
     parameter, whether the default is a ``torch.device``), or None."""
     value, parent = node, ctx.parent(node)
@@ -62,7 +62,7 @@ def _optional_annotation(ctx, annotation) -> str:
 def plan_default(ctx, hit, node):
     """A device default of a library function (evaluated when the module is imported): the
     parameter defaults to ``None`` and the function picks the current device when it runs."""
-    found = _parameter_default(ctx, node)
+    found = parameter_default(ctx, node)
     if found is None or not ctx.allows("2.6"):
         return None
     fn, arg, as_device = found

@@ -18,23 +18,17 @@ from __future__ import annotations
 import ast
 
 from .device_choice import cuda_test, is_availability, short
+from .device_defaults import parameter_default
 from .module_kind import is_str, is_test_path
 
 _AMP = ("GradScaler", "autocast")
 
 
 def _parameter(ctx, node) -> tuple[ast.AST, str] | None:
-    """(the function, the parameter's name) when ``node`` is a parameter's default, else None."""
-    params = ctx.parent(node)
-    if not isinstance(params, ast.arguments):
-        return None
-    fn = ctx.parent(params)
-    positional = [*params.posonlyargs, *params.args]
-    named = [a.arg for a, d in zip(positional[len(positional) - len(params.defaults):], params.defaults) if d is node]
-    named += [a.arg for a, d in zip(params.kwonlyargs, params.kw_defaults) if d is node]
-    if not named or not isinstance(getattr(fn, "body", None), list):
-        return None
-    return fn, named[0]
+    """(the function, the parameter's name) when ``node`` is a parameter's default (or the string of a
+    ``torch.device("cuda")`` default), else None."""
+    found = parameter_default(ctx, node)
+    return (found[0], found[1].arg) if found else None
 
 
 def _amp_call_given(ctx, scope, name: str) -> ast.Call | None:

@@ -113,11 +113,13 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         # `torch.device("cuda")` probes nothing; the idiom asks the driver when the module is imported,
         # which a library module must not do (on CUDA it initialises the driver, perhaps before a fork).
         # A script that picks the visible GPUs when it runs must not ask before it does (yolov5).
-        chooses = ctx.is_script and picks_visible_devices(ctx)
-        unsafe = None if ctx.is_script and not chooses else "unsafe"
-        message = "Define the device with `torch.accelerator`" + (
-            " (the module then probes the device when it is imported, before it chooses the visible GPUs)" if chooses
-            else "" if ctx.is_script else " (this library module then probes the device when it is imported)")
+        message, unsafe = "Define the device with `torch.accelerator`", "unsafe"
+        if not ctx.is_script:
+            message += " (this library module then probes the device when it is imported)"
+        elif picks_visible_devices(ctx):
+            message += " (the module then probes the device when it is imported, before it chooses the visible GPUs)"
+        else:
+            unsafe = None
         return ctx.propose(hit, value, type(value).__name__, message,
                            {"mode": "define", "name": ctx.device_variable.targets[0].id}, applicability=unsafe)
     test = None if moved_unless_there(ctx, node) else decided_by_branch(ctx, node)

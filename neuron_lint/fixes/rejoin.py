@@ -145,53 +145,47 @@ def rejoin(current: str, new: str, limit: int, path: str = "<string>", indent_un
     return "".join(source) if done else new
 
 
-def _in_own_parentheses(small) -> cst.BaseExpression | None:
+def _unparenthesised(small) -> cst.BaseExpression | None:
     """The assigned or returned value without its parentheses, when they are on lines of their
     own around a name, attribute, subscript or call (lm-eval's ``self._device = (`` /
     ``torch.device("cuda") if ... else ...`` / ``)``, now ``_current_device()``): ``ruff format``
     drops such parentheses when the statement fits on one line. Tuples, conditional and named
     expressions keep theirs."""
-    if not isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)):
-        return None
     value = small.value
-    if not (isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and len(value.lpar) == 1
+    if not (isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return))
+            and isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and len(value.lpar) == 1
             and len(value.rpar) == 1 and isinstance(value.lpar[0].whitespace_after, cst.ParenthesizedWhitespace)
             and isinstance(value.rpar[0].whitespace_before, cst.ParenthesizedWhitespace)):
         return None
-    return _Bare(value.with_changes(lpar=[], rpar=[]))
+    return value.with_changes(lpar=[], rpar=[])
 
 
-class _Bare:
-    """A value :func:`join_shrunk` sets as it is (no call to lay out on one line)."""
-
-    def __init__(self, value):
-        self.value = value
-
-
-def _hugged(stmt: cst.SimpleStatementLine):
-    """(call, setter) when ``stmt``'s value is a call split around its arguments (``f(`` / the
-    arguments on one line / ``)``) with no trailing comma; else None."""
+def _on_one_line(stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine | None:
+    """``stmt`` laid out on one line when its value is a call split around its arguments (``f(`` /
+    the arguments on one line / ``)``) with no trailing comma, or a value in parentheses of its own
+    (:func:`_unparenthesised`); else None."""
     if len(stmt.body) != 1 or stmt.trailing_whitespace.comment is not None:
         return None
     small = stmt.body[0]
     if not isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr)):
         return None
+    value = _unparenthesised(small)
     call = small.value
-    wrapped = _in_own_parentheses(small)
-    if wrapped is not None:
-        return wrapped, lambda value: stmt.with_changes(body=[small.with_changes(value=value)])
-    if not (isinstance(call, cst.Call) and call.args and not call.lpar
-            and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace)
-            and isinstance(call.args[-1].whitespace_after_arg, cst.ParenthesizedWhitespace)
-            and not isinstance(call.args[-1].comma, cst.Comma)):
-        return None
-    return call, lambda value: stmt.with_changes(body=[small.with_changes(value=value)])
+    if value is None:
+        if not (isinstance(call, cst.Call) and call.args and not call.lpar
+                and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace)
+                and isinstance(call.args[-1].whitespace_after_arg, cst.ParenthesizedWhitespace)
+                and not isinstance(call.args[-1].comma, cst.Comma)):
+            return None
+        args = [*call.args[:-1], call.args[-1].with_changes(whitespace_after_arg=_NONE)]
+        value = call.with_changes(whitespace_before_args=_NONE, args=args)
+    return stmt.with_changes(body=[small.with_changes(value=value)])
 
 
 def join_shrunk(current: str, new: str, limit: int, path: str = "<string>") -> str:
     """``new`` with each three-line call statement whose middle line (its arguments) a fix changed
     joined onto one line, when it fits ``limit`` and holds no comment or trailing comma; so is an
-    assigned or returned value in parentheses of its own (:func:`_in_own_parentheses`)."""
+    assigned or returned value in parentheses of its own (:func:`_unparenthesised`)."""
     old = set(current.splitlines())
     lines = new.splitlines()
     middles = {n for n in range(2, len(lines)) if lines[n - 1] not in old}
@@ -217,16 +211,10 @@ def join_shrunk(current: str, new: str, limit: int, path: str = "<string>") -> s
             stmt = cst.parse_module("".join(source[node.lineno - 1:node.end_lineno])[column:]).body[0]
         except (cst.ParserSyntaxError, ValueError, IndexError):
             continue
-        shape = _hugged(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
-        if shape is None or "#" in module.code_for_node(stmt):
+        one_line = _on_one_line(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
+        if one_line is None or "#" in module.code_for_node(stmt):
             continue  # a comment would be lost with the line break it ends (a "#" in a string: left too)
-        call, setter = shape
-        if isinstance(call, _Bare):
-            joined = module.code_for_node(setter(call.value))
-        else:
-            args = [*call.args[:-1], call.args[-1].with_changes(whitespace_after_arg=_NONE)]
-            joined = module.code_for_node(setter(call.with_changes(whitespace_before_args=_NONE, args=args)))
-        joined = joined.rstrip("\r\n")
+        joined = module.code_for_node(one_line).rstrip("\r\n")
         if "\n" in joined or re.search(r",\s*[)\]}]", joined) or column + len(joined) > limit:
             continue  # a magic trailing comma inside, or too long: ruff keeps it split
         source[node.lineno - 1:node.end_lineno] = [" " * column + joined + ending]
