@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
+from .removed_comments import is_emptied, keep_comments
 
 
 class TopLevelAddImports(AddImportsVisitor):
@@ -156,6 +157,7 @@ class _RemoveImports(RemoveImportsVisitor):
         self._index: dict[int, int] = {}
         self._changes = 0
         self._marks: list[int] = []
+        self._removed: set[int] = set()  # import lines removed, whose comment lines stay
         outer = self
 
         class _Unused:
@@ -191,6 +193,9 @@ class _RemoveImports(RemoveImportsVisitor):
         if self._changes == mark:
             return original_node
         result = super().on_leave(original_node, updated_node)
+        if is_emptied(original_node, result):
+            self._removed.add(id(original_node))
+        result = keep_comments(original_node, result, self._removed)
         if isinstance(result, cst.IndentedBlock):
             return _without_leading_blank(original_node, result)
         return result

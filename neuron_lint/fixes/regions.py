@@ -33,6 +33,7 @@ from libcst.metadata import (
 from libcst.metadata.position_provider import NEWLINE_RE
 
 from ..engine.parsing import recent
+from .removed_comments import body_keeping_comments, closed
 from .scope import torch_alias
 from .splice import spliced_statement
 
@@ -298,8 +299,8 @@ class Module:
         replaced: list = []  # (path, nodes) of the statements replaced under the current top one
         self._replaced = {}
 
-        def block(children, prefix: Path) -> list:
-            out = []
+        def block(children, prefix: Path) -> tuple[list, list]:
+            pieces = []  # each statement with what replaces it; the comments of removed ones stay
             for i, child in enumerate(children):
                 here = prefix + (i,)
                 if here in paths:
@@ -309,19 +310,20 @@ class Module:
                     # as LibCST's own body visit: a line whose every statement was removed goes too
                     kept = [n for n in nodes if child._is_removable() or not n._is_removable()]
                     replaced.append((here, kept))
-                    out.extend(kept)
+                    pieces.append((child, kept))
                 elif here in above:
                     if not prefix:
                         replaced.clear()
                     body = _block(child)
-                    out.append(child.with_changes(body=body.with_changes(body=block(body.body, here))))
+                    rebuilt = child.with_changes(body=closed(body, *block(body.body, here)))
+                    pieces.append((child, [rebuilt]))
                     if not prefix:  # by its block, which survives a change of its leading lines
-                        self._replaced[id(out[-1].body)] = (i, list(replaced))
+                        self._replaced[id(rebuilt.body)] = (i, list(replaced))
                 else:
-                    out.append(child)
-            return out
+                    pieces.append((child, [child]))
+            return body_keeping_comments(pieces)
 
-        return self.tree.with_changes(body=block(self.tree.body, ()))
+        return closed(self.tree, *block(self.tree.body, ()))
 
     def code_of(self, new: cst.Module) -> str:
         """``new.code``, for a module made from this one by replacing some top-level statements:

@@ -28,6 +28,7 @@ from .decline import Decline
 from .edits import minimal_edits
 from .nodes import attribute
 from .regions import Module
+from .removed_comments import is_emptied, keep_comments
 from .scope import DeviceDefinitions
 
 
@@ -165,6 +166,7 @@ class _Apply(cst.CSTTransformer):
         self.best: dict[int, cst.CSTNode] = {}
         self.applied: list[int] = []
         self.declined: dict[int, str] = {}
+        self.removed: set[int] = set()  # statements removed, whose comment lines go to the next one
 
     def _containing(self, node: cst.CSTNode):
         entries = self.by_kind.get(type(node).__name__)
@@ -208,7 +210,9 @@ class _Apply(cst.CSTTransformer):
             updated = new
             done_here = f.fix
             self.applied.append(i)
-        return updated
+        if is_emptied(original_node, updated):
+            self.removed.add(id(original_node))
+        return keep_comments(original_node, updated, self.removed)
 
 
 def _transform(module: Module, findings: list[Finding], settings: Settings) -> tuple[str, _Apply]:

@@ -1,0 +1,68 @@
+"""Comment lines above a statement a fix removes stay in the file.
+
+A removed import or call can carry the comment lines written above it; LibCST drops a removed
+statement whole, with its ``leading_lines``. Here they move to the next statement of the same
+block, or, when the removed statement was the block's last, to the block's end (before the
+``pass`` LibCST writes for a block left empty). The module's code outside the removed lines is
+unchanged.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def comments_above(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The lines above ``stmt`` when one of them is a comment (the blank lines among them too)."""
+    lines = getattr(stmt, "leading_lines", ())
+    return list(lines) if any(line.comment is not None for line in lines) else []
+
+
+def body_keeping_comments(pieces) -> tuple[list, list[cst.EmptyLine]]:
+    """``pieces``: each statement of a block with what replaces it (an empty list: removed). The
+    new body, and the comment lines of removed statements left at its end."""
+    body: list = []
+    carry: list[cst.EmptyLine] = []
+    for old, new in pieces:
+        if not new:
+            carry.extend(comments_above(old))
+            continue
+        if carry:
+            first = new[0]
+            new = [first.with_changes(leading_lines=[*carry, *first.leading_lines]), *new[1:]]
+            carry = []
+        body.extend(new)
+    return body, carry
+
+
+def closed(block, body: list, carry: list[cst.EmptyLine]):
+    """``block`` (a ``Module`` or an ``IndentedBlock``) with ``body``, the comment lines ``carry``
+    at its end: before the ``pass`` of a block left empty, else first in its footer."""
+    if not carry:
+        return block.with_changes(body=body)
+    if isinstance(block, cst.IndentedBlock) and not body:
+        return block.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=carry)])
+    return block.with_changes(body=body, footer=[*carry, *block.footer])
+
+
+def is_emptied(original: cst.CSTNode, updated) -> bool:
+    """Whether a transformer's result for the statement ``original`` removes it from its block
+    (a removal, or a line whose every statement was removed)."""
+    if isinstance(updated, cst.RemovalSentinel):
+        return isinstance(original, cst.BaseStatement)
+    return isinstance(original, cst.SimpleStatementLine) and isinstance(updated, cst.SimpleStatementLine) \
+        and not updated.body
+
+
+def keep_comments(original, updated, removed: set[int]):
+    """A transformer's ``updated`` block (``Module`` or ``IndentedBlock``) with the comment lines
+    of its statements in ``removed`` (ids of ``original``'s statements) kept."""
+    if not removed or not isinstance(original, (cst.Module, cst.IndentedBlock)) \
+            or not isinstance(updated, type(original)):
+        return updated
+    gone = [stmt for stmt in original.body if id(stmt) in removed]
+    if not any(comments_above(stmt) for stmt in gone) or len(original.body) - len(gone) != len(updated.body):
+        return updated
+    rest = iter(updated.body)
+    pieces = [(stmt, [] if id(stmt) in removed else [next(rest)]) for stmt in original.body]
+    return closed(updated, *body_keeping_comments(pieces))
