@@ -1112,9 +1112,13 @@ def test_a_storage_moved_in_map_location_gets_its_device_by_keyword(tmp_path):
 
         def load(p, rank):
             return torch.load(p, map_location=lambda s, loc: s.cuda(rank))
+
+
+        if __name__ == "__main__":
+            load("ckpt.pt", 0)
     """
     fixed = fix(src, "ckpt.py", select=("NRN201",))
-    assert "s.to(device=f\"{_current_device().type}:{rank}\")" in fixed
+    assert "s.to(device=torch.device(DEVICE.type, rank))" in fixed
     path = tmp_path / "ck.pt"
     torch.save({"w": torch.ones(2)}, path)
     loaded = run(fixed, __name__="ckpt")["load"](str(path), 0)  # on this CPU-only host: cpu:0

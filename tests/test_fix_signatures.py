@@ -354,3 +354,6 @@ def test_the_fixers_own_targets_run_on_this_cpu_host():
     torch.amp.GradScaler(device.type, init_scale=1024)
     assert torch.distributed.get_default_backend_for_device(device) in ("gloo", "nccl", "neuron")
     assert torch.distributed.get_default_backend_for_device(torch.device("cuda")) == "nccl"
+    # `.cuda(index)` -> `.to(torch.device(type, index))`: None, as `.cuda(None)` takes it, is the current device
+    assert torch.device("cuda", None) == torch.device("cuda")
+    assert torch.ones(1).to(torch.device(device.type, None)).device.type == device.type

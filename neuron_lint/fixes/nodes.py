@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 NO_SPACE = cst.SimpleWhitespace("")
+COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))  # ", " between arguments
 
 
 def attribute(value: cst.BaseExpression | str, name: str) -> cst.Attribute:

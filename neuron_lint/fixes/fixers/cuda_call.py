@@ -105,6 +105,7 @@ class CudaCall:
         import libcst as cst
 
         from ..nodes import (
+            COMMA,
             device_string_with_index,
             is_none,
             quote_of,
@@ -121,10 +122,13 @@ class CudaCall:
             index_at = None
         if index_at is None or is_none(args[index_at].value):
             target = rx.device(original, data)
-        else:
+        elif isinstance(args[index_at].value, cst.Integer):  # `.cuda(1)` -> `.to(f"{DEVICE.type}:1")`
             value = args[index_at].value
-            index = value.value if isinstance(value, cst.Integer) else value
-            target = device_string_with_index(rx.device_type(original, data), index, quote_of(value))
+            target = device_string_with_index(rx.device_type(original, data), value.value, quote_of(value))
+        else:  # `torch.device(type, index)` takes None as `.cuda(index)` does (moco's `args.gpu`)
+            target = cst.Call(func=rx.dotted("torch.device", original),
+                              args=[cst.Arg(rx.device_type(original, data), comma=COMMA),
+                                    cst.Arg(args[index_at].value)])
         if index_at is None:
             args.insert(0, cst.Arg(value=target))
         else:
