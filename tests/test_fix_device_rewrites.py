@@ -591,6 +591,11 @@ def test_a_skip_decorator_in_a_tests_folder_helper_or_named_for_cuda_keeps_its_c
         assert fixed.count("torch.cuda.is_available()") == 2 and "accelerator" not in fixed
     left = notes(REQUIRE_CUDA, "tests/utils.py", select=("NRN2",), unsafe_fixes=True)
     assert any("decides whether (and on which device) tests run" in n for n in left)
+    # transformers' testing_utils.py (vendored in held-out LoRA): `require_torch_gpu` there let
+    # tests asserting a CUDA device run on Trainium; a package's test helpers are test code too
+    for helpers in ("src/transformers/testing_utils.py", "examples/_test_seq2seq_examples.py"):
+        fixed = fix_all(REQUIRE_CUDA, helpers, unsafe_fixes=True)
+        assert fixed.count("torch.cuda.is_available()") == 2 and "accelerator" not in fixed
     # outside test code only the function named for CUDA keeps its check
     fixed = fix_all(REQUIRE_CUDA, "mylib/testing.py", unsafe_fixes=True)
     require, needs = fixed.split("def needs_gpu")

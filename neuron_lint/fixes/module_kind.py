@@ -18,10 +18,14 @@ def is_str(node, *values) -> bool:
 
 
 _TEST_DIRS = {"tests", "test", "testing"}
+#: Test modules, and the modules of test helpers a package ships beside its code (transformers'
+#: ``testing_utils.py`` with ``require_torch_gpu``; ``_test_*.py`` modules that a suite runs by hand).
+_TEST_FILES = ("test_*.py", "*_test.py", "_test_*.py", "conftest.py", "testing_utils.py", "*_testing_utils.py")
 
 
 def is_test_path(path: str) -> bool:
-    """``test_*.py``, ``*_test.py``, ``conftest.py``, or a file under a ``tests``/``test`` folder of the project."""
+    """``test_*.py``, ``*_test.py``, ``conftest.py``, ``testing_utils.py`` and the like, or a file
+    under a ``tests``/``test``/``testing`` folder of the project."""
     path = path or ""
     if os.path.isabs(path):  # only the folders inside the project count, not where it was checked out
         try:
@@ -31,7 +35,7 @@ def is_test_path(path: str) -> bool:
         path = rel if not rel.startswith("..") else os.path.join(*(re.split(r"[\\/]+", path)[-3:]))
     parts = re.split(r"[\\/]+", path)
     name = parts[-1] if parts else ""
-    if fnmatch.fnmatch(name, "test_*.py") or fnmatch.fnmatch(name, "*_test.py") or name == "conftest.py":
+    if any(fnmatch.fnmatch(name, pattern) for pattern in _TEST_FILES):
         return True
     return any(p in _TEST_DIRS for p in parts[:-1])
 
