@@ -14,7 +14,8 @@
   ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
 - a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top;
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
-- a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`).
+- a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
+- a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication).
 """
 
 from __future__ import annotations
@@ -84,6 +85,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the project's tests replace `{mocked}` (`mock.patch`, `monkeypatch`), so the "
                 "rewritten code would no longer call what they replace and they would fail; change the tests "
                 "and this code together")
+    parallel = data_parallel_count(ctx, node)
+    if parallel:
+        return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
+                "devices only (its scatter and broadcast are CUDA's); counting the accelerator's devices "
+                "would send Trainium's NeuronCores into it. Move to DistributedDataParallel first")
     fallback = api_fallback(ctx, node)
     if fallback:
         return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
@@ -201,6 +207,27 @@ def cuda_class(ctx, node: ast.AST) -> str:
 #: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
 _CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
                             "cuda"})
+
+
+_DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                            "torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.DataParallel"})
+
+
+def data_parallel_count(ctx, node: ast.AST) -> str:
+    """``DataParallel`` as the module writes it, when ``node`` holds a ``torch.cuda.device_count()``
+    and the module builds a ``DataParallel`` (LoRA's scripts: ``args.n_gpu =
+    torch.cuda.device_count()``, later ``if args.n_gpu > 1: model = torch.nn.DataParallel(model)``),
+    else ``""``. The count decides the wrapping wherever it is stored, so it stays CUDA's."""
+    if not any(isinstance(n, ast.Attribute) and ctx.qualname(n) == "torch.cuda.device_count" for n in ast.walk(node)):
+        return ""
+    found = ctx.__dict__.get("_nrn_data_parallel")
+    if found is None:
+        found = ""
+        if "DataParallel" in ctx.text or "data_parallel" in ctx.text:
+            found = next((ctx.segment(n.func) for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)
+                          and ctx.qualname(n.func) in _DATA_PARALLEL), "")
+        ctx.__dict__["_nrn_data_parallel"] = found
+    return found
 
 
 def cuda_runtime(ctx) -> str:
