@@ -76,13 +76,15 @@ def dotted(node) -> list[str]:
 
 
 def _extension_names(ctx) -> set[str]:
-    """Names bound to ``torch.utils.cpp_extension.load(...)`` results (a compiled extension)."""
+    """Names bound to a compiled extension: ``torch.utils.cpp_extension.load(...)``, or a project's
+    own loader named so (mmcv's ``ext_module = ext_loader.load_ext('_ext', [...])``)."""
     found = ctx.__dict__.get("_nrn208_ext")
     if found is None:
         found = set()
         # the loaders live in torch.utils.cpp_extension: a module that never names it binds none
-        for n in ast.walk(ctx.tree) if "cpp_extension" in ctx.text else ():
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and ctx.qualname(n.value.func) in _EXTENSION_LOADERS:
+        for n in ast.walk(ctx.tree) if "cpp_extension" in ctx.text or "load_ext" in ctx.text else ():
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and (
+                    ctx.qualname(n.value.func) in _EXTENSION_LOADERS or dotted(n.value.func)[-1:] == ["load_ext"]):
                 found.update(t.id for t in n.targets if isinstance(t, ast.Name))
         ctx.__dict__["_nrn208_ext"] = found
     return found
