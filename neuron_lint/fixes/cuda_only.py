@@ -90,6 +90,32 @@ def _extension_names(ctx) -> set[str]:
     return found
 
 
+def _cuda_library(module: str) -> bool:
+    return any(fnmatch.fnmatchcase(part, p) for part in module.split(".") for p in _CUDA_ONLY_PARTS)
+
+
+def _cuda_library_names(ctx) -> set[str]:
+    """Names defined in a module-level ``try`` that imports a CUDA-only library: fairseq's
+    ``try: from apex.normalization import FusedLayerNorm as _FusedLayerNorm`` then ``class
+    FusedLayerNorm(_FusedLayerNorm)`` in the same ``try`` (apex's fused kernels)."""
+    found = ctx.__dict__.get("_nrn_cuda_library_names")
+    if found is None:
+        found = set()
+        for stmt in ctx.tree.body:
+            if not isinstance(stmt, ast.Try) or not any(
+                    isinstance(s, ast.Import) and any(_cuda_library(a.name) for a in s.names)
+                    or isinstance(s, ast.ImportFrom) and not s.level and s.module and _cuda_library(s.module)
+                    for s in stmt.body):
+                continue
+            for s in stmt.body:
+                if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.add(s.name)
+                elif isinstance(s, ast.Assign):
+                    found.update(t.id for t in s.targets if isinstance(t, ast.Name))
+        ctx.__dict__["_nrn_cuda_library_names"] = found
+    return found
+
+
 def _launches_kernels(ctx, func: ast.Subscript) -> bool:
     """``kernel[grid](...)`` is a Triton or Numba launch where the module uses one of them or the
     name says kernel; elsewhere it is a lookup that is called (DiT's ``DiT_models[args.model](...)``)."""
@@ -113,6 +139,8 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
         return f"`{name}`, a private CUDA binding (missing, or about CUDA only, in a torch built without CUDA)"
     if written[0] in _extension_names(ctx):
         return f"`{name}`, a compiled extension"
+    if written[0] in _cuda_library_names(ctx):
+        return f"`{name}`, defined with a CUDA-only library (the `try` that imports it)"
     if qual[:2] == ["torch", "ops"] and len(qual) > 3 and qual[2] not in ("aten", "prims", "quantized"):
         return f"`{name}`, a custom operator"
     for parts in (written, qual):
@@ -123,4 +151,41 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
                 return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
         if len(parts) > 1 and any(fnmatch.fnmatchcase(parts[-1], p) for p in ("*cuda*", "*CUDA*", "*kernel*")):
             return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
+    return ""
+
+
+def optional_import(node: ast.Try):
+    """The import in the body of a ``try`` that catches ``ImportError`` (or everything), else None."""
+    names = set()
+    for h in node.handlers:
+        types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+        names.update("*" if t is None else getattr(t, "id", getattr(t, "attr", "")) for t in types)
+    if not names & {"*", "ImportError", "ModuleNotFoundError", "Exception"}:
+        return None
+    return next((s for s in node.body if isinstance(s, (ast.Import, ast.ImportFrom))), None)
+
+
+def cuda_only_node(ctx, n: ast.AST) -> str:
+    """What makes ``n``, a node of code a device guard decides, run only on CUDA (for the guard's
+    note, with its line), or ``""``: a CUDA-only call (:func:`cuda_only_call`; ``.cuda()`` is not one,
+    NRN201 rewrites it), ``torch.load`` without ``map_location``, an optional import, Inductor."""
+    if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"):
+        what = cuda_only_call(ctx, n)
+        if what:
+            return f"{what} on line {n.lineno}"
+        if ctx.qualname(n.func) == "torch.load" and len(n.args) < 2 and not any(
+                k.arg in ("map_location", None) for k in n.keywords):
+            # fairseq's vocoder: `torch.load(path)` under the guard, `map_location="cpu"` after
+            # it; tensors saved on a GPU load back onto CUDA, which Trainium does not have
+            return (f"`torch.load` without `map_location` on line {n.lineno} (a checkpoint saved on "
+                    "a GPU loads onto CUDA)")
+    elif isinstance(n, ast.Try) and optional_import(n):
+        # fairseq's DynamicConv: `try: from fairseq.modules.dynamicconv_layer import DynamicconvLayer`
+        # under the CUDA test; a package a GPU machine may lack is mostly a CUDA build
+        return (f"what the optional import on line {n.lineno} brings (`{ctx.segment(optional_import(n))[:50]}`): "
+                "a package a GPU machine may lack is mostly built for CUDA")
+    elif isinstance(n, ast.keyword) and n.arg == "backend" and isinstance(n.value, ast.Constant) \
+            and n.value.value == "inductor":
+        # TorchNeuron compiles through its own backend, not Inductor (torchtitan test_compile_moe.py)
+        return f"`backend=\"inductor\"` (Inductor does not compile for the neuron device) on line {n.value.lineno}"
     return ""

@@ -304,27 +304,16 @@ def _gpu_choice(ctx, nodes, guard) -> str:
 
 
 def _cuda_only_code(ctx, nodes, guard) -> str:
-    """A call in the decided code that is CUDA-only whatever its arguments (a kernel, a compiled
-    extension, a custom operator: :mod:`.cuda_only`), as the note names it, or ``""``. ``.cuda()``
-    is not one: NRN201 rewrites it."""
-    from .cuda_only import cuda_only_call
+    """Code in the decided code that only CUDA runs (a kernel, a compiled extension, a custom
+    operator, an optional import: :func:`.cuda_only.cuda_only_node`), as the note names it, or ``""``.
+    ``.cuda()`` is not one: NRN201 rewrites it."""
+    from .cuda_only import cuda_only_node
 
     for top in nodes:
         for n in _walk_decided(top, guard):
-            if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"):
-                what = cuda_only_call(ctx, n)
-                if what:
-                    return f"{what} on line {n.lineno}"
-                if ctx.qualname(n.func) == "torch.load" and len(n.args) < 2 and not any(
-                        k.arg in ("map_location", None) for k in n.keywords):
-                    # fairseq's vocoder: `torch.load(path)` under the guard, `map_location="cpu"` after
-                    # it; tensors saved on a GPU load back onto CUDA, which Trainium does not have
-                    return (f"`torch.load` without `map_location` on line {n.lineno} (a checkpoint saved on "
-                            "a GPU loads onto CUDA)")
-            elif isinstance(n, ast.keyword) and n.arg == "backend" and isinstance(n.value, ast.Constant) \
-                    and n.value.value == "inductor":
-                # TorchNeuron compiles through its own backend, not Inductor (torchtitan test_compile_moe.py)
-                return f"`backend=\"inductor\"` (Inductor does not compile for the neuron device) on line {n.value.lineno}"
+            what = cuda_only_node(ctx, n)
+            if what:
+                return what
     return ""
 
 
