@@ -47,11 +47,11 @@ def default_for_amp(ctx, node) -> ast.Call | None:
     return _amp_call_given(ctx, found[0], found[1]) if found else None
 
 
-def assigned_for_amp(ctx, node) -> ast.Call | None:
-    """The ``GradScaler``/``autocast`` call of the same function handed a local name that is
-    assigned ``node``, alone or as an arm of a conditional expression whose test is not about CUDA
-    (olmo's ``autocast_device = "mps" if self.device.type == "mps" else "cuda"``), or None. A test
-    about CUDA (nanoGPT's ``'cuda' if 'cuda' in device else 'cpu'``) is rewritten with the string."""
+def _assigned_name(ctx, node) -> tuple[ast.AST, str] | None:
+    """(the function or module, the local name) when ``node`` is assigned to a name, alone or as an
+    arm of a conditional expression whose test is not about CUDA (olmo's ``autocast_device = "mps" if
+    self.device.type == "mps" else "cuda"``), else None. A test about CUDA (nanoGPT's ``'cuda' if
+    'cuda' in device else 'cpu'``) is rewritten with the string."""
     child, parent = node, ctx.parent(node)
     while isinstance(parent, ast.IfExp) and child is not parent.test:
         compares, available, _ = cuda_test(ctx, parent.test)
@@ -63,7 +63,28 @@ def assigned_for_amp(ctx, node) -> ast.Call | None:
         return None
     scope = next((p for p in ctx.ancestors(parent) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))),
                  ctx.tree)
-    return _amp_call_given(ctx, scope, parent.targets[0].id)
+    return scope, parent.targets[0].id
+
+
+def assigned_for_amp(ctx, node) -> ast.Call | None:
+    """The ``GradScaler``/``autocast`` call of the same function handed a local name that is
+    assigned ``node`` (:func:`_assigned_name`), or None."""
+    found = _assigned_name(ctx, node)
+    return _amp_call_given(ctx, *found) if found else None
+
+
+def assigned_checked_as_cuda(ctx, node) -> ast.AST | None:
+    """Where the same function asks whether a local name assigned ``node`` is CUDA's
+    (stylegan2's ``device = "cuda"`` ... ``use_gpu=device.startswith("cuda")``), or None: with the current device's type there, Trainium would answer no and build a CPU model."""
+    found = _assigned_name(ctx, node)
+    if found is None:
+        return None
+    scope, name = found
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith" \
+                and isinstance(n.func.value, ast.Name) and n.func.value.id == name and n.args and is_str(n.args[0], "cuda"):
+            return n
+    return None  # a comparison with "cuda" is NRN211's, rewritten with the string (nanoGPT's device_type)
 
 
 def _names_cuda(node) -> bool:

@@ -42,7 +42,13 @@ from .device_choice import (
     short,
 )
 from .device_defaults import plan_default, rewrite_default
-from .device_destinations import asserted_by_test, assigned_for_amp, default_checked_as_cuda, default_for_amp
+from .device_destinations import (
+    asserted_by_test,
+    assigned_checked_as_cuda,
+    assigned_for_amp,
+    default_checked_as_cuda,
+    default_for_amp,
+)
 from .device_forms import (
     convert,
     cst_kind,
@@ -208,6 +214,11 @@ def _kept_literal(ctx, node) -> str:
         return (f"the function checks the parameter against CUDA's name (`{short(ctx, checked)}`, line "
                 f"{checked.lineno}); with the current device's type as its default that check would see "
                 "`neuron` on Trainium. Make the check device-agnostic, then the default")
+    checked = assigned_checked_as_cuda(ctx, node)
+    if checked is not None:
+        return (f"the code asks whether the variable is CUDA's (`{short(ctx, checked)}`, line {checked.lineno}); "
+                "with the current device's type in it, Trainium would answer no there while the rest moves to "
+                "`neuron`. Make that question device-agnostic, then the string")
     return ""
 
 
