@@ -17,6 +17,7 @@ import re
 from dataclasses import replace
 
 from .guard_reach import checks_requested_cuda, runs_after, same_tests
+from .name_words import names_gpu
 
 #: Findings that never block a guard: setting a cuDNN/CUDA backend flag is harmless elsewhere.
 HARMLESS = frozenset({"NRN209"})
@@ -269,19 +270,6 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
 
 
-_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|[^A-Za-z]|$)|[A-Z]?[a-z]+")
-
-
-def name_words(name: str) -> list[str]:
-    """An identifier's words, lower case: ``DeviceGPU`` -> device, gpu; ``to_gpu`` -> to, gpu."""
-    return [w.lower() for w in _WORDS.findall(name)]
-
-
-def names_gpu(name: str) -> bool:
-    """Does an identifier have GPU as one of its words (``DeviceGPU``, ``to_gpu``, ``GpuTimer``)?"""
-    return any(w in ("gpu", "gpus") for w in name_words(name))
-
-
 #: A package built for CUDA GPUs: ``onnxruntime-gpu``, ``faiss-gpu``, ``cupy-cuda12x``.
 _GPU_PACKAGE = re.compile(r"[A-Za-z0-9.]{1,40}[-_](gpu|cuda[0-9x]{0,4})", re.IGNORECASE)
 
@@ -411,20 +399,43 @@ def settle(findings: list) -> list:
     guards = [i for i, f in enumerate(findings) if is_guard(f)]
     if not guards:
         return findings
-    out = list(findings)
+    out, placing = list(findings), None
     for i in guards:
         f = findings[i]
         region = dict(f.fix.data)["region"]
         for site in region:
             covering, site = _covering(f, site, findings)
-            ok = all(g is not None and g.fix is not None
-                     and (g.fix.applicability == "safe" or f.fix.applicability == "unsafe") for g in covering)
-            if not ok:
+            left = [g for g in covering if g is None or g.fix is None
+                    or (g.fix.applicability != "safe" and f.fix.applicability != "unsafe")]
+            if left:
                 what = f"`{site[4]}`" if len(site) > 4 and site[4] else "CUDA-only code"
                 out[i] = replace(f, fix=None, fix_note=(
                     f"not rewritten: the code it guards still has {what} (line {site[0]}), which this fix run does "
                     "not rewrite; on Trainium the guard would let it run. Make that code device-agnostic first"))
+                if placing is None and any(g is not None and g.code in _PLACES for g in left):
+                    placing = out[i]
                 break
+    return _agreeing(out, guards, placing)
+
+
+_AVAILABLE = "`torch.cuda.is_available`"
+_PLACES = frozenset({"NRN201", "NRN202", "NRN210"})  # `.cuda()`, a CUDA device, DataParallel: placement
+
+
+def _agreeing(findings: list, guards: list[int], placing) -> list:
+    """Where a module keeps a ``torch.cuda.is_available()`` test over code that places things on
+    CUDA, its other tests stay too: on Trainium they would disagree (moco-v3: the model stayed on
+    the CPU, its test kept for DataParallel, while rewritten tests sent the targets to neuron)."""
+    if placing is None or not placing.message.startswith(_AVAILABLE):
+        return findings
+    out = list(findings)
+    for i in guards:
+        f = out[i]
+        if f.fix is not None and f.message.startswith(_AVAILABLE):
+            out[i] = replace(f, fix=None, fix_note=(
+                f"not rewritten: the CUDA test on line {placing.line} stays, so on Trainium the code it decides "
+                "keeps its CPU path; rewritten, this test would send other code to the accelerator beside it. "
+                "Rewrite them together, by hand"))
     return out
 
 

@@ -177,7 +177,7 @@ def test_gate(ctx, node: ast.AST) -> str:
     modules and everything under a ``tests`` folder (lerobot's ``tests/utils.py`` defines the
     ``require_cuda`` decorator 55 tests use); a function whose name asks for CUDA (``require_cuda``,
     ``skip_if_no_cuda``, ``has_cuda``) does so wherever it is."""
-    from .guards import name_words
+    from .name_words import name_words
 
     if not is_test_path(getattr(ctx, "path", "")) and not any(
             isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and _asks_for_cuda(name_words(p.name))
@@ -192,7 +192,7 @@ def test_gate(ctx, node: ast.AST) -> str:
 def cuda_class(ctx, node: ast.AST) -> str:
     """The name of the class holding ``node`` when it is named for CUDA or the GPU (composer's
     ``DeviceGPU``, beside its ``DeviceCPU``/``DeviceMPS``/``DeviceNeuron``; ``CudaTimer``), or ``""``."""
-    from .guards import name_words
+    from .name_words import name_words
 
     method = ""
     for p in ctx.ancestors(node):
