@@ -193,6 +193,8 @@ class _RemoveImports(RemoveImportsVisitor):
         if self._changes == mark:
             return original_node
         result = super().on_leave(original_node, updated_node)
+        if _only_held_removed_imports(original_node, result):
+            result = cst.RemoveFromParent()  # `if version >= "1.6": pass` is left of nothing but its test
         if is_emptied(original_node, result):
             self._removed.add(id(original_node))
         result = keep_comments(original_node, result, self._removed)
@@ -213,6 +215,25 @@ def _without_leading_blank(original: cst.IndentedBlock, block: cst.IndentedBlock
     if len(lines) == len(first.leading_lines):
         return block
     return block.with_changes(body=[first.with_changes(leading_lines=lines), *block.body[1:]])
+
+
+def _only_held_removed_imports(original, result) -> bool:
+    """An ``if`` without ``else``, or a ``try`` whose handlers only ``pass`` (no ``else``/``finally``),
+    whose body held only imports, now all removed, and no comment: transformers' ``if
+    version.parse(torch.__version__) >= version.parse("1.6"): from torch.cuda.amp import autocast``."""
+    if isinstance(result, cst.If):
+        if result.orelse is not None:
+            return False
+    elif isinstance(result, cst.Try):
+        if result.orelse is not None or result.finalbody is not None or not all(
+                isinstance(h.body, cst.IndentedBlock) and all(
+                    isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in stmt.body)
+                    for stmt in h.body.body) for h in result.handlers):
+            return False
+    else:
+        return False
+    return isinstance(result.body, cst.IndentedBlock) and not result.body.body \
+        and "#" not in cst.Module([]).code_for_node(original)
 
 
 def _same_names(a, b) -> bool:
