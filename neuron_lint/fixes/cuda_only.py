@@ -12,6 +12,10 @@ _CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kerne
                     "*helion*", "*nccl*", "*cudnn*", "*cublas*", "numba",
                     # CUDA-only libraries (NRN6xx): a guard that opens them is the right question there
                     "*bitsandbytes*", "bnb", "*xformers*", "xops", "flash_attn*", "apex")
+#: ``torch.nn.parallel`` (and mmcv.parallel, after it) spreading data over GPUs: ``torch._C._scatter``,
+#: ``_broadcast_coalesced`` and the rest exist in CUDA builds only.
+_REPLICATION = frozenset({"scatter", "scatter_kwargs", "gather", "broadcast", "broadcast_coalesced", "reduce_add",
+                          "replicate"})
 _EXTENSION_LOADERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
 
 
@@ -141,6 +145,8 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
         return f"`{name}`, a compiled extension"
     if written[0] in _cuda_library_names(ctx):
         return f"`{name}`, defined with a CUDA-only library (the `try` that imports it)"
+    if "parallel" in qual[:-1] and qual[-1] in _REPLICATION:
+        return f"`{name}`, the scatter and gather of DataParallel (CUDA's only)"
     if qual[:2] == ["torch", "ops"] and len(qual) > 3 and qual[2] not in ("aten", "prims", "quantized"):
         return f"`{name}`, a custom operator"
     for parts in (written, qual):
