@@ -38,6 +38,12 @@ SHAPES = [
     "x: torch.Tensor = torch.zeros(bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, device=DEVICE.type, dtype=torch.float32)\n",
     "x = f(g(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb), cccccccccccccccccccccccccccc)\n",
     "while torch.accelerator.is_available() and some_function_with_long_name(argument_number_one, argu):\n    pass\n",
+    # a list, set, dict or parenthesised tuple of two items is one item per line even where its
+    # contents would fit on one line (pytorch3d's tests: `for device in [torch.device("cpu"), ...]:`)
+    "def f():\n    for device in [torch.device(\"cpu\"), torch.device(f\"{_current_device().type}:0aaaaaaa\")]:\n        pass\n",
+    "z = (torch.device(\"cpu\"), torch.device(f\"{_current_device().type}:0\"), aaaaaaaaaaaaaaaaaaaaaaaa)\n",
+    "w = {torch.device(\"cpu\"), torch.device(f\"{_current_device().type}:0\"), aaaaaaaaaaaaaaaaaaaaaaaa}\n",
+    "d = {\"a\": torch.device(\"cpu\"), \"b\": torch.device(f\"{_current_device().type}:0\"), \"c\": aaaaaaa}\n",
     # an empty last call (`.float()`): the call before it is opened, `).float()` ends the statement
     "def f():\n    if p.device.type == \"cpu\":\n        p_data_fp32_working_copy_here = p.data.to(_current_device(), non_blocking=True).float()\n",
     "x = some_tensor_with_a_long_name.to(_current_device(), non_blocking=True, copy=False).float()\n",

@@ -29,15 +29,18 @@ import libcst as cst
 
 from ..engine.parsing import parse
 from ..errors import ParseError
+from .bracket_split import (
+    bracket_items,
+    broken,
+    display,
+    is_empty,
+    plain_ternary,
+    split_bracket,
+    trailing_comma,
+)
 
 _BRACKETED = (cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Set, cst.Dict,
               cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-
-
-def _broken(indent: str) -> cst.ParenthesizedWhitespace:
-    """A line break inside brackets, continuing at the statement's indentation plus ``indent``."""
-    return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), indent=True,
-                                       last_line=cst.SimpleWhitespace(indent))
 
 
 def _last_bracket(node: cst.BaseExpression, value: bool = False) -> list | None:
@@ -75,70 +78,6 @@ def _bracket_free(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.BinaryOperation):
         return _bracket_free(node.left) and _bracket_free(node.right)
     return isinstance(node, (cst.Name, cst.Integer, cst.Float))
-
-
-def _items(node: cst.BaseExpression) -> list:
-    """The comma-separated items inside the node's own bracket pair ([] for a parenthesised one)."""
-    if node.lpar:
-        return []
-    if isinstance(node, cst.Call):
-        return list(node.args)
-    if isinstance(node, (cst.List, cst.Set, cst.Dict, cst.Tuple)):
-        return list(node.elements)
-    return []
-
-
-def _is_empty(node: cst.BaseExpression) -> bool:
-    """``f()``, ``[]``: nothing to put on a line of its own."""
-    return not node.lpar and isinstance(node, (cst.Call, cst.List, cst.Set, cst.Tuple, cst.Dict)) and not _items(node)
-
-
-def _trailing_comma(items: list) -> bool:
-    return bool(items) and isinstance(getattr(items[-1], "comma", None), cst.Comma)
-
-
-def _split(node: cst.BaseExpression, indent: str, explode: bool):
-    """``node`` with its bracket pair opened onto separate lines; ``explode``: one item per line,
-    each with a trailing comma. None when that form is not one neuron-lint writes."""
-    inner, outer, none = _broken(indent), _broken(""), cst.SimpleWhitespace("")
-    if node.lpar:  # a parenthesised expression: break inside its own parentheses
-        if explode:  # a ternary: one part per line
-            if len(node.lpar) != 1 or not _plain_ternary(node.with_changes(lpar=[], rpar=[])):
-                return None
-            node = node.with_changes(whitespace_before_if=inner, whitespace_before_else=inner)
-        return node.with_changes(lpar=[node.lpar[0].with_changes(whitespace_after=inner), *node.lpar[1:]],
-                                 rpar=[*node.rpar[:-1], node.rpar[-1].with_changes(whitespace_before=outer)])
-    if isinstance(node, cst.Subscript):
-        if explode:
-            return None
-        return node.with_changes(lbracket=node.lbracket.with_changes(whitespace_after=inner),
-                                 rbracket=node.rbracket.with_changes(whitespace_before=outer))
-    if isinstance(node, cst.Call):
-        args = list(node.args)
-        if not args:
-            return None
-        if explode:
-            if len(args) < 2 or any(isinstance(a.value, cst.GeneratorExp) and not a.value.lpar for a in args):
-                return None
-            args = [a.with_changes(comma=cst.Comma(whitespace_after=inner if n < len(args) - 1 else outer),
-                                   whitespace_after_arg=none) for n, a in enumerate(args)]
-        else:
-            args[-1] = args[-1].with_changes(whitespace_after_arg=outer)
-        return node.with_changes(whitespace_before_args=inner, args=args)
-    if isinstance(node, (cst.List, cst.Set, cst.Dict)):
-        opening, closing = ("lbracket", "rbracket") if isinstance(node, cst.List) else ("lbrace", "rbrace")
-        items = list(node.elements)
-        if not items:
-            return None
-        if explode:
-            if len(items) < 2:
-                return None
-            items = [i.with_changes(comma=cst.Comma(whitespace_after=inner if n < len(items) - 1 else none))
-                     for n, i in enumerate(items)]
-        return node.with_changes(elements=items, **{
-            opening: getattr(node, opening).with_changes(whitespace_after=inner),
-            closing: getattr(node, closing).with_changes(whitespace_before=outer)})
-    return None  # comprehensions and generator expressions: left to a person
 
 
 def _rebuild(path: list, new_last: cst.BaseExpression) -> cst.BaseExpression:
@@ -203,21 +142,6 @@ def _chained_calls(node: cst.BaseExpression) -> int:
     return count
 
 
-def _plain_ternary(node: cst.BaseExpression) -> bool:
-    """``a if b else c`` without parentheses, whose parts hold no other ternary or lambda (a
-    formatter's split of those is not one neuron-lint is sure of)."""
-    if not isinstance(node, cst.IfExp) or node.lpar:
-        return False
-    return not any(isinstance(n, (cst.IfExp, cst.Lambda)) for part in (node.body, node.test, node.orelse)
-                   for n in _walk(part))
-
-
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
 class _Breaker:
     """Chooses the broken form of one statement (parsed on its own, without its indentation)."""
 
@@ -233,34 +157,34 @@ class _Breaker:
         path = _last_bracket(expr, optional_parens)
         last = path[-1] if path else None
         chained = _chained_calls(last if path else expr)
-        if last is not None and _is_empty(last) and chained == 1 and isinstance(last, cst.Call):
+        if last is not None and is_empty(last) and chained == 1 and isinstance(last, cst.Call):
             # `x.to(device, non_blocking=True).float()`: an empty last pair is not split; the
             # formatter opens the call before it and `).float()` closes the last line
             inner = last.func.value if isinstance(last.func, cst.Attribute) else None
-            if isinstance(inner, (cst.Call, cst.Subscript)) and not inner.lpar and not _is_empty(inner):
+            if isinstance(inner, (cst.Call, cst.Subscript)) and not inner.lpar and not is_empty(inner):
                 path, last = [*path, inner], inner
-        can_omit = last is not None and not _is_empty(last) and _top_delimiters(expr) <= 1
+        can_omit = last is not None and not is_empty(last) and _top_delimiters(expr) <= 1
         if optional_parens and chained > 1 and (not path or len(path) == 1):
             # the value is a chain of calls: the formatter puts it in parentheses, one call per
             # line (a chain that is an operand, `z + f(x).float().to(d)`, is split at its last bracket)
             can_omit = False
         if can_omit:
-            if not _trailing_comma(_items(last)):
-                for explode in (False, True):
-                    split = _split(last, self.indent, explode)
+            if not trailing_comma(bracket_items(last)):
+                for explode in (True,) if display(last) else (False, True):
+                    split = split_bracket(last, self.indent, explode)
                     if split is not None:
                         yield _rebuild(path, split)
         if optional_parens and not expr.lpar and _top_delimiters(expr) < 99:
             yield self._parenthesized(expr)
-        if optional_parens and _plain_ternary(expr):
+        if optional_parens and plain_ternary(expr):
             # `x = a if b else c`: in parentheses of its own, on one line, else one part per line
             yield self._parenthesized(expr)
-            yield self._parenthesized(expr.with_changes(whitespace_before_if=_broken(self.indent),
-                                                        whitespace_before_else=_broken(self.indent)))
+            yield self._parenthesized(expr.with_changes(whitespace_before_if=broken(self.indent),
+                                                        whitespace_before_else=broken(self.indent)))
 
     def _parenthesized(self, expr: cst.BaseExpression) -> cst.BaseExpression:
-        return expr.with_changes(lpar=[cst.LeftParen(whitespace_after=_broken(self.indent))],
-                                 rpar=[cst.RightParen(whitespace_before=_broken(""))])
+        return expr.with_changes(lpar=[cst.LeftParen(whitespace_after=broken(self.indent))],
+                                 rpar=[cst.RightParen(whitespace_before=broken(""))])
 
     def _pick(self, expr, optional_parens, render, column: int):
         for candidate in self._candidates(expr, optional_parens):
