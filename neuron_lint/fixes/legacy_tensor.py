@@ -51,8 +51,13 @@ def rewrite_legacy_tensor(rx, original, updated, data):
 
     torch = rx.dotted("torch", original)
     (value,) = updated.args
-    return updated.with_changes(func=attribute(torch, "tensor"), args=[
-        value.with_changes(comma=cst.MaybeSentinel.DEFAULT),
-        keyword("dtype", attribute(torch, data["dtype"])),
-        keyword("device", rx.device(original, data)),
-    ])
+    args = [value.with_changes(comma=cst.MaybeSentinel.DEFAULT), keyword("dtype", attribute(torch, data["dtype"])),
+            keyword("device", rx.device(original, data))]
+    opened = updated.whitespace_before_args
+    if isinstance(opened, cst.ParenthesizedWhitespace):
+        # `torch.cuda.FloatTensor(` / `[...]` / `)`: one argument per line, with a trailing comma, as
+        # ruff format lays out a split call (pytorch3d's tests had `],` then `dtype=..., device=...)`)
+        closing = value.whitespace_after_arg
+        args = [arg.with_changes(comma=cst.Comma(whitespace_after=closing if arg is args[-1] else opened),
+                                 whitespace_after_arg=cst.SimpleWhitespace("")) for arg in args]
+    return updated.with_changes(func=attribute(torch, "tensor"), args=args)
