@@ -222,6 +222,28 @@ def test_a_file_whose_long_lines_end_in_a_bracket_still_keeps_the_line_length():
     assert _ruff_format(fixed) == fixed
 
 
+@pytest.mark.slow  # runs the real ruff
+def test_long_lines_under_fmt_off_still_keep_the_line_length():
+    # pytorch3d's tests (held out): tables of points under `# fmt: off` are past 88 columns, which ruff
+    # format leaves alone; the file keeps its length, so a fix's long chain is broken as ruff does
+    row = ", ".join(["0.000000001"] * 8)
+    fixed = _fix(f"""
+        import torch
+
+
+        def test_points(points1):
+            # fmt: off
+            table = [
+                [{row}],  # noqa: E241
+            ]
+            # fmt: on
+            points1_cuda = points1.cuda().detach().clone().requires_grad_(True).float()
+            return table, points1_cuda
+    """)
+    assert "    points1_cuda = (\n        points1.to(" in fixed
+    assert _ruff_format(fixed) == fixed
+
+
 def test_a_file_that_does_not_keep_the_line_length_is_not_reformatted():
     long_line = "y = " + " + ".join(["aaaaaaaaaa"] * 12) + "\n"
     fixed = _fix("""

@@ -14,6 +14,7 @@ import difflib
 import functools
 import io
 import os
+import re
 import tokenize
 from dataclasses import dataclass, field, replace
 
@@ -168,14 +169,25 @@ def _rejoined(current: str, new: str, limit: int, path: str, keeps_length) -> st
 def _long_code_lines(text: str, limit: int) -> int:
     """Lines past ``limit`` that are long because of their code, not of a comment or a string, nor
     split as far as a formatter can: a line that ends in an opening bracket (lm-eval's ``from
-    megatron.core.models.gpt.heterogeneous.heterogeneous_layer_specs import (``)."""
+    megatron.core.models.gpt.heterogeneous.heterogeneous_layer_specs import (``), nor left to the
+    author by ``# fmt: off``/``# fmt: skip`` (pytorch3d's tables of points)."""
     lines = split_lines(text)
     long = {n for n, line in enumerate(lines, 1) if len(line) > limit}
     if not long:
         return 0
     try:
+        off = 0  # the line of an open `# fmt: off`: ruff format leaves the lines up to `# fmt: on` alone
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             (row, col), (end_row, end_col) = tok.start, tok.end
+            if tok.type == tokenize.COMMENT and _FMT.match(tok.string):
+                word = _FMT.match(tok.string).group(1)
+                if word == "off" and not off:
+                    off = row
+                elif word == "on" and off:
+                    long.difference_update(range(off, row + 1))
+                    off = 0
+                elif word == "skip":
+                    long.discard(row)
             if tok.type == tokenize.OP and tok.string in "([{" and row in long and _last_on_line(tok):
                 long.discard(row)
             elif tok.type == tokenize.COMMENT and col <= limit:
@@ -185,6 +197,9 @@ def _long_code_lines(text: str, limit: int) -> int:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         pass
     return len(long)
+
+
+_FMT = re.compile(r"#\s*fmt:\s*(off|on|skip)\b")
 
 
 def _last_on_line(tok: tokenize.TokenInfo) -> bool:
