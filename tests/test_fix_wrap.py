@@ -223,6 +223,36 @@ def test_a_file_whose_long_lines_end_in_a_bracket_still_keeps_the_line_length():
 
 
 @pytest.mark.slow  # runs the real ruff
+def test_a_def_header_whose_default_a_fix_shortened_is_joined_as_ruff_format_does():
+    # pytorch3d's test_raymarching (held out): `device="cuda"` -> `device=None` let the parameters fit on
+    # the `def` line, where ruff format joins them; a trailing comma keeps the other header split
+    src = """
+        import torch
+
+
+        class T:
+            @staticmethod
+            def _init_random_rays(
+                n_rays=10, n_pts_per_ray=9, device="cuda", dtype=torch.float32
+            ):
+                return torch.zeros(n_rays, n_pts_per_ray, device=device, dtype=dtype)
+
+            def kept(
+                self,
+                n_rays=10,
+                n_pts_per_ray=9,
+                device="cuda",
+                dtype=torch.float32,
+            ):
+                return torch.zeros(n_rays, n_pts_per_ray, device=device, dtype=dtype)
+    """
+    fixed = _fix(src, unsafe_fixes=True)
+    assert "    def _init_random_rays(n_rays=10, n_pts_per_ray=9, device=None, dtype=torch.float32):\n" in fixed
+    assert "    def kept(\n" in fixed
+    assert _ruff_format(fixed) == fixed
+
+
+@pytest.mark.slow  # runs the real ruff
 def test_long_lines_under_fmt_off_still_keep_the_line_length():
     # pytorch3d's tests (held out): tables of points under `# fmt: off` are past 88 columns, which ruff
     # format leaves alone; the file keeps its length, so a fix's long chain is broken as ruff does

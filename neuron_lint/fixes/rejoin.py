@@ -182,6 +182,29 @@ def _on_one_line(stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine | Non
     return stmt.with_changes(body=[small.with_changes(value=value)])
 
 
+def _join_header(source: list[str], node: ast.AST, limit: int) -> bool:
+    """A ``def f(`` / parameters / ``):`` header whose parameters a fix shortened (a ``device="cuda"``
+    default now ``None``) joined onto one line in ``source`` when it fits ``limit``, as ``ruff format``
+    joins it (pytorch3d's ``_init_random_rays``); a comment or a trailing comma keeps it split."""
+    at = node.lineno - 1
+    if len(source) < at + 4 or node.body[0].lineno != node.lineno + 3:
+        return False
+    first, middle, last = (line.rstrip("\r\n") for line in source[at:at + 3])
+    params, closing = middle.strip(), last.strip()
+    if not (first.endswith("(") and closing.startswith(")") and closing.endswith(":")) or "#" in first + middle + last \
+            or params.endswith(",") or not params:
+        return False
+    joined = first + params + closing
+    try:
+        ast.parse(joined.strip() + "\n    pass\n")
+    except SyntaxError:
+        return False
+    if len(joined) > limit:
+        return False
+    source[at:at + 3] = [joined + source[at + 2][len(last):]]
+    return True
+
+
 def join_shrunk(current: str, new: str, limit: int, path: str = "<string>") -> str:
     """``new`` with each three-line call statement whose middle line (its arguments) a fix changed
     joined onto one line, when it fits ``limit`` and holds no comment or trailing comma; so is an
@@ -200,8 +223,13 @@ def join_shrunk(current: str, new: str, limit: int, path: str = "<string>") -> s
     statements = [s for s in ast.walk(tree) if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return,
                                                                ast.Expr))
                   and s.end_lineno == s.lineno + 2 and s.lineno + 1 in middles]
+    statements += [s for s in ast.walk(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and s.lineno + 1 in middles]
     module = cst.Module(body=[])
-    for node in sorted(statements, key=lambda s: -s.lineno):
+    for node in sorted(statements, key=lambda s: -s.lineno):  # from the end: a join moves what follows
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            done = _join_header(source, node, limit) or done
+            continue
         first = source[node.lineno - 1]
         column = len(first) - len(first.lstrip(" "))
         if node.col_offset != column or first[:column].strip():
