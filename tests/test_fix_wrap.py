@@ -223,6 +223,29 @@ def test_a_file_whose_long_lines_end_in_a_bracket_still_keeps_the_line_length():
 
 
 @pytest.mark.slow  # runs the real ruff
+def test_an_argument_whose_chain_a_fix_gave_arguments_is_laid_out_as_ruff_format_does():
+    # pytorch3d's test_rasterizer (held out): `torch.tensor(` / `[...], dtype=...` / `).cuda(),` as one
+    # argument of a split call; once `.cuda()` is `.to(X)`, ruff splits at `.to(` where the rest fits
+    src = """
+        import torch
+
+
+        class T:
+            def test_ndc(self, verts):
+                self.assertClose(
+                    verts,
+                    torch.tensor(
+                        [[-1, 0, 0], [1, 0, 0], [1, 0, 2]], dtype=torch.float32
+                    ).cuda(),
+                    atol=1e-5,
+                )
+    """
+    fixed = _fix(src)
+    assert "dtype=torch.float32).to(\n" in fixed
+    assert _ruff_format(fixed) == fixed
+
+
+@pytest.mark.slow  # runs the real ruff
 def test_a_def_header_whose_default_a_fix_shortened_is_joined_as_ruff_format_does():
     # pytorch3d's test_raymarching (held out): `device="cuda"` -> `device=None` let the parameters fit on
     # the `def` line, where ruff format joins them; a trailing comma keeps the other header split

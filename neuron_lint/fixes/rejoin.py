@@ -41,7 +41,7 @@ from ..engine.parsing import parse
 from ..errors import ParseError
 
 #: The last line of the shape: ``).to(DEVICE)``.
-_CLOSING = re.compile(r"^\s*\)\.\w+\(.+\)\s*$")
+_CLOSING = re.compile(r"^\s*\)\.\w+\(.+\),?\s*$")
 _NONE = cst.SimpleWhitespace("")
 
 
@@ -119,13 +119,21 @@ def rejoin(current: str, new: str, limit: int, path: str = "<string>", indent_un
     done = False
     statements = [s for s in ast.walk(tree) if isinstance(s, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr))
                   and s.end_lineno in changed and s.end_lineno > s.lineno]
+    # and an argument on lines of its own, followed by its comma (pytorch3d's assertClose(...,
+    # torch.tensor(...).to(X), ...)): laid out as the value of a statement, the comma kept
+    statements += [a for n in ast.walk(tree) if isinstance(n, ast.Call) for a in n.args
+                   if a.end_lineno in changed and a.end_lineno > a.lineno
+                   and source[a.end_lineno - 1][a.end_col_offset:].strip() == ","]
     for node in sorted(statements, key=lambda s: -s.lineno):
         first = source[node.lineno - 1]
         column = len(first) - len(first.lstrip(" "))
         if node.col_offset != column or first[:column].strip():
             continue
+        comma = "," if isinstance(node, ast.expr) else ""
         ending = source[node.end_lineno - 1][len(source[node.end_lineno - 1].rstrip("\r\n")):]
         code = "".join(source[node.lineno - 1:node.end_lineno])[column:]
+        if comma:
+            code = code.rstrip()[:-1] + "\n"
         try:
             stmt = cst.parse_module(code).body[0]
         except (cst.ParserSyntaxError, ValueError, IndexError):
@@ -136,7 +144,7 @@ def rejoin(current: str, new: str, limit: int, path: str = "<string>", indent_un
         module = cst.Module(body=[])
         pad = " " * column
         for form in forms:
-            lines = module.code_for_node(form).rstrip("\r\n").split("\n")
+            lines = (module.code_for_node(form).rstrip("\r\n") + comma).split("\n")
             if all(len(pad + line) <= limit for line in lines):
                 newline = "\r\n" if ending == "\r\n" else "\n"
                 source[node.lineno - 1:node.end_lineno] = [newline.join(pad + line for line in lines) + ending]
