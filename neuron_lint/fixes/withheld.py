@@ -15,7 +15,8 @@
 - a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top;
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
-- a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication).
+- a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
+- a CUDA availability check in a project that builds its own C++/CUDA operators (:mod:`.own_extension`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import ast
 
 from .module_kind import is_str, is_test_path
+from .own_extension import own_extension
 
 
 def withheld(ctx, hit, node: ast.AST) -> str:
@@ -85,6 +87,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the project's tests replace `{mocked}` (`mock.patch`, `monkeypatch`), so the "
                 "rewritten code would no longer call what they replace and they would fail; change the tests "
                 "and this code together")
+    built = hit.rule.category == "cuda-specific" and _availability(ctx, node) and own_extension(ctx.path)
+    if built:
+        return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
+                "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
+                "neuron tensors would reach those operators")
     parallel = data_parallel_count(ctx, node)
     if parallel:
         return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
@@ -207,6 +214,11 @@ def cuda_class(ctx, node: ast.AST) -> str:
 #: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
 _CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
                             "cuda"})
+
+
+def _availability(ctx, node: ast.AST) -> bool:
+    """Does ``node`` hold a CUDA availability check or device count (a test of where to run)?"""
+    return any(isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES for n in ast.walk(node))
 
 
 _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",

@@ -1,0 +1,54 @@
+"""A project that builds its own C++/CUDA operators keeps its CUDA availability tests.
+
+pytorch3d's ``_C`` (and detectron2's) has a CPU and a CUDA kernel for each operator and nothing
+else: a ``neuron`` tensor reaching one raises. Its scripts and notebooks pick the CPU when CUDA is
+missing, which is the path that works on Trainium; rewritten to ``torch.accelerator``, they sent
+neuron tensors into the rasterizer (held-out pytorch3d, read by reviewers).
+"""
+
+from __future__ import annotations
+
+from neuron_lint.api import check_source
+from neuron_lint.config.settings import Settings
+from neuron_lint.fixes.apply import fix_text
+
+SCRIPT = (
+    "import torch\n\n\n"
+    "def main():\n"
+    "    if torch.cuda.is_available():\n"
+    "        device = torch.device(\"cuda:0\")\n"
+    "    else:\n"
+    "        device = torch.device(\"cpu\")\n"
+    "    return torch.zeros(2).cuda(), device\n"
+)
+SETTINGS = Settings(select=("NRN2",))
+SETUP = "from setuptools import setup\nfrom torch.utils.cpp_extension import {kind}\n\nsetup(name='p')\n"
+
+
+def _project(tmp_path, setup: str | None):
+    if setup is not None:
+        (tmp_path / "setup.py").write_text(setup)
+    else:
+        (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "render.py"
+    script.write_text(SCRIPT)
+    return str(script)
+
+
+def test_a_project_with_its_own_operators_keeps_its_availability_tests(tmp_path):
+    path = _project(tmp_path, SETUP.format(kind="CUDAExtension, CppExtension"))
+    fixed = fix_text(SCRIPT, path, SETTINGS).text
+    assert "    if torch.cuda.is_available():\n        device" in fixed
+    assert ".to(_current_device())" in fixed  # a move is the same on CUDA: still rewritten
+    notes = {f.line: f.fix_note for f in check_source(SCRIPT, path, SETTINGS)}
+    assert "builds its own C++/CUDA operators (`CUDAExtension` in setup.py)" in notes[5]
+
+
+def test_a_project_without_them_gets_the_test_rewritten(tmp_path):
+    for setup in (None, "from setuptools import setup\n\nsetup(name='p')\n"):
+        sub = tmp_path / ("a" if setup is None else "b")
+        sub.mkdir()
+        path = _project(sub, setup)
+        fixed = fix_text(SCRIPT, path, SETTINGS).text
+        assert "if torch.accelerator.is_available():" in fixed
