@@ -81,11 +81,28 @@ def plan_default(ctx, hit, node):
         return None
     if any(isinstance(n, (ast.Global, ast.Nonlocal)) and arg.arg in n.names for n in ast.walk(fn)):
         return None
+    caller = _passes_none(ctx, fn, arg)
+    if caller is not None:
+        ctx.note(hit, f"not rewritten: `{ctx.segment(caller)[:50]}` (line {caller.lineno}) passes `{arg.arg}=None`, "
+                      "which means the CPU there; defaulting to None would send that call to the accelerator")
+        return None
     return ctx.propose(hit, fn, type(fn).__name__,
                        f"Default `{arg.arg}` to None and take the current accelerator when the function runs "
                        "(callers passing None now get it too)",
                        {**data, "mode": "default", "param": arg.arg, "annotation": annotation, "as_device": as_device},
                        applicability="unsafe", fixer="device_string")
+
+
+def _passes_none(ctx, fn, arg) -> ast.Call | None:
+    """A call in the module of ``fn`` (by its name, or ``self.``/``cls.`` and a name) that passes
+    ``None`` for ``arg`` by keyword (pytorch3d's ``_init_random_rays(device=None)``, the CPU there),
+    or None."""
+    for n in ast.walk(ctx.tree):
+        if isinstance(n, ast.Call) and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == fn.name \
+                and any(k.arg == arg.arg and isinstance(k.value, ast.Constant) and k.value.value is None
+                        for k in n.keywords):
+            return n
+    return None
 
 
 def _runs_before_definition(ctx, fn, data) -> bool:
