@@ -126,7 +126,7 @@ class DeviceDefinitions:
             return node
         if how == "var":
             return cst.Name(data["name"])
-        self.rx.torch_name(site)  # the definition uses torch
+        self.rx.torch_name(None)  # the definition, at module level, uses the module's torch
         if how == "script":
             self.variable = True
             return cst.Name(DEVICE_VAR)
