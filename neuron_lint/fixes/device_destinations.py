@@ -88,6 +88,10 @@ def assigned_checked_as_cuda(ctx, node) -> ast.AST | None:
 
 
 def _names_cuda(node) -> bool:
+    """``"cuda"``, a collection holding it, or ``torch.device("cuda")`` (stable-diffusion's
+    ``if device == torch.device("cuda"): ... else: raise ValueError``)."""
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "device":
+        return len(node.args) == 1 and is_str(node.args[0], "cuda")
     return is_str(node, "cuda") or (isinstance(node, (ast.List, ast.Tuple, ast.Set))
                                     and any(is_str(e, "cuda") for e in node.elts))
 
