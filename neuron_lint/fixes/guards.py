@@ -270,8 +270,8 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
 
 
-#: A package built for CUDA GPUs: ``onnxruntime-gpu``, ``faiss-gpu``, ``cupy-cuda12x``.
-_GPU_PACKAGE = re.compile(r"[A-Za-z0-9.]{1,40}[-_](gpu|cuda[0-9x]{0,4})", re.IGNORECASE)
+#: A package built for CUDA GPUs (``onnxruntime-gpu``, ``cupy-cuda12x``), or ONNX Runtime's CUDA provider.
+_GPU_PACKAGE = re.compile(r"[A-Za-z0-9.]{1,40}[-_](gpu|cuda[0-9x]{0,4})|(cuda|tensorrt)ExecutionProvider", re.IGNORECASE)
 
 
 def _gpu_choice(ctx, nodes, guard) -> str:

@@ -10,7 +10,8 @@
 - in test code (a test module, anything under a ``tests`` folder) or a function whose name asks for CUDA
   (``require_cuda``), a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`);
-- code in a class named for CUDA or the GPU (``DeviceGPU``, ``CudaTimer``), or in a class's own
+- code in a class named for CUDA, the GPU or TensorRT (``DeviceGPU``, ``CudaTimer``), a function named
+  for TensorRT (``run_model_tensorrt``), or in a class's own
   ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
 - a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top;
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
@@ -75,7 +76,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "(they may be the project's own objects, with their own `cuda()`, not modules). Rewritten, "
                 "`cuda()` would no longer mean CUDA; give the class a device-agnostic `to(device)` instead")
     if named:
-        return (f"not rewritten: it is in `{named}`, a class named for CUDA or the GPU: the project's CUDA "
+        return (f"not rewritten: it is in `{named}`, named for CUDA, the GPU or TensorRT: the project's CUDA "
                 "implementation of something other devices do their own way. Rewritten, Trainium would get a "
                 "CUDA class half converted; give Trainium its own implementation")
     about = cuda_test(ctx, node)
@@ -197,14 +198,17 @@ def test_gate(ctx, node: ast.AST) -> str:
 
 
 def cuda_class(ctx, node: ast.AST) -> str:
-    """The name of the class holding ``node`` when it is named for CUDA or the GPU (composer's
-    ``DeviceGPU``, beside its ``DeviceCPU``/``DeviceMPS``/``DeviceNeuron``; ``CudaTimer``), or ``""``."""
+    """The name of the class holding ``node`` when it is named for CUDA, the GPU or TensorRT (composer's
+    ``DeviceGPU``, beside its ``DeviceCPU``/``DeviceMPS``/``DeviceNeuron``; ``CudaTimer``, ``TrtEvitSam``),
+    or of the function named for TensorRT, or ``""``."""
     from .name_words import name_words
 
     method = ""
     for p in ctx.ancestors(node):
-        if isinstance(p, ast.ClassDef) and {"gpu", "gpus", "cuda"} & set(name_words(p.name)):
+        if isinstance(p, ast.ClassDef) and {"gpu", "gpus", "cuda", "trt", "tensorrt"} & set(name_words(p.name)):
             return p.name
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and {"trt", "tensorrt"} & set(name_words(p.name)):
+            return p.name  # efficientvit's `run_yolo_model_tensorrt`: its model is a TensorRT engine
         if isinstance(p, ast.ClassDef) and method:
             return f"{p.name}.{method}"
         method = p.name if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name == "cuda" else ""
