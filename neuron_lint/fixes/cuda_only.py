@@ -94,8 +94,13 @@ def _extension_names(ctx) -> set[str]:
     return found
 
 
+def _cuda_only_part(part: str) -> bool:
+    """Is ``part``, one component of a dotted name, one of :data:`_CUDA_ONLY_PARTS`?"""
+    return any(fnmatch.fnmatchcase(part, p) for p in _CUDA_ONLY_PARTS)
+
+
 def _cuda_library(module: str) -> bool:
-    return any(fnmatch.fnmatchcase(part, p) for part in module.split(".") for p in _CUDA_ONLY_PARTS)
+    return any(_cuda_only_part(part) for part in module.split("."))
 
 
 def _cuda_library_names(ctx) -> set[str]:
@@ -153,7 +158,7 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
         if not parts or parts[0] == "torch" and (len(parts) < 2 or parts[1] in ("cuda", "_C", "backends")):
             continue  # torch's own CUDA API is another rule's finding (see `region`)
         for part in parts[:-1] if len(parts) > 1 else parts:
-            if any(fnmatch.fnmatchcase(part, p) for p in _CUDA_ONLY_PARTS):
+            if _cuda_only_part(part):
                 return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
         if len(parts) > 1 and any(fnmatch.fnmatchcase(parts[-1], p) for p in ("*cuda*", "*CUDA*", "*kernel*")):
             return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
@@ -185,10 +190,10 @@ def cuda_only_node(ctx, n: ast.AST) -> str:
             # it; tensors saved on a GPU load back onto CUDA, which Trainium does not have
             return (f"`torch.load` without `map_location` on line {n.lineno} (a checkpoint saved on "
                     "a GPU loads onto CUDA)")
-    elif isinstance(n, ast.Try) and optional_import(n):
+    elif isinstance(n, ast.Try) and (imported := optional_import(n)) is not None:
         # fairseq's DynamicConv: `try: from fairseq.modules.dynamicconv_layer import DynamicconvLayer`
         # under the CUDA test; a package a GPU machine may lack is mostly a CUDA build
-        return (f"what the optional import on line {n.lineno} brings (`{ctx.segment(optional_import(n))[:50]}`): "
+        return (f"what the optional import on line {n.lineno} brings (`{ctx.segment(imported)[:50]}`): "
                 "a package a GPU machine may lack is mostly built for CUDA")
     elif isinstance(n, ast.keyword) and n.arg == "backend" and isinstance(n.value, ast.Constant) \
             and n.value.value == "inductor":

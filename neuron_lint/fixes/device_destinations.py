@@ -75,7 +75,8 @@ def assigned_for_amp(ctx, node) -> ast.Call | None:
 
 def assigned_checked_as_cuda(ctx, node) -> ast.AST | None:
     """Where the same function asks whether a local name assigned ``node`` is CUDA's
-    (stylegan2's ``device = "cuda"`` ... ``use_gpu=device.startswith("cuda")``), or None: with the current device's type there, Trainium would answer no and build a CPU model."""
+    (stylegan2's ``device = "cuda"`` ... ``use_gpu=device.startswith("cuda")``), or None: with the
+    current device's type there, Trainium would answer no and build a CPU model."""
     found = _assigned_name(ctx, node)
     if found is None:
         return None

@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
+
 from .removed_comments import is_emptied, keep_comments
 
 

@@ -88,7 +88,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the project's tests replace `{mocked}` (`mock.patch`, `monkeypatch`), so the "
                 "rewritten code would no longer call what they replace and they would fail; change the tests "
                 "and this code together")
-    built = hit.rule.category == "cuda-specific" and _availability(ctx, node) and own_extension(ctx.path)
+    built = hit.rule.category == "cuda-specific" and _gate(ctx, node) and own_extension(ctx.path)
     if built:
         return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
                 "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
@@ -191,6 +191,11 @@ def test_gate(ctx, node: ast.AST) -> str:
             isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and _asks_for_cuda(name_words(p.name))
             for p in ctx.ancestors(node)):
         return ""
+    return _gate(ctx, node)
+
+
+def _gate(ctx, node: ast.AST) -> str:
+    """The CUDA availability check or device count (a test of where to run) in ``node``, as written, or ``""``."""
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES:
             return ctx.segment(n) or ctx.qualname(n)
@@ -218,11 +223,6 @@ def cuda_class(ctx, node: ast.AST) -> str:
 #: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
 _CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
                             "cuda"})
-
-
-def _availability(ctx, node: ast.AST) -> bool:
-    """Does ``node`` hold a CUDA availability check or device count (a test of where to run)?"""
-    return any(isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES for n in ast.walk(node))
 
 
 _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
