@@ -180,6 +180,18 @@ def test_the_fixed_code_runs_as_the_cells_do(tmp_path: Path):
     assert namespace["out"].device.type == "cpu"
 
 
+@pytest.mark.parametrize("ending", ["", "\n", "\n\n"])
+def test_a_cell_given_the_device_definition_ends_as_it_did(tmp_path: Path, ending: str):
+    """The ``DEVICE`` definition goes at the end of the cell of imports; that cell keeps its ending
+    (Jupyter stores a cell's last line without a newline), so the fixed notebook adds no blank line."""
+    path = tmp_path / "nb.ipynb"
+    write_jupyter(path, notebook(cell("code", lines("import torch" + ending)),
+                                 cell("code", lines("model = torch.nn.Linear(2, 2).cuda()"))))
+    assert fix_file(path, Settings()).written
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+    assert first.startswith("import torch\n\nDEVICE = (\n") and first.endswith(")" + ending), first
+
+
 def test_a_notebook_with_nothing_to_fix_is_not_rewritten(tmp_path: Path):
     path = tmp_path / "clean.ipynb"
     write_jupyter(path, notebook(cell("code", lines("import torch\nx = torch.ones(1)"))))

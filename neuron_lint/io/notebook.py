@@ -123,7 +123,7 @@ class Joined:
     lengths: list[int]  # lines of each source
     token: str  # the marker of this join's separator and mask comments
     masked: dict[int, str]  # mask number -> the original line it replaces
-    newline_at_end: list[bool]
+    newlines_at_end: list[int]  # each source's trailing newlines (a source without one counts 1)
 
     def locate(self, line: int) -> tuple[int, int]:
         """(index into the sources, 1-based line in it) of a 1-based module line.
@@ -147,10 +147,12 @@ class Joined:
 
         mask = re.compile(rf"^[ \t]*pass  # {self.token} magic (\d+)$", re.M)
         out = []
-        for part, had_newline in zip(parts, self.newline_at_end):
+        for part, newlines in zip(parts, self.newlines_at_end):
             part = mask.sub(restore, part)
-            if not had_newline and part.endswith("\n"):
-                part = part[:-1]
+            # a cell ends as it did: a definition a fix added at its end brings no blank line, and
+            # the last line of a cell that had no newline gets none
+            if part.strip():
+                part = part.rstrip("\n") + "\n" * newlines
             out.append(part)
         if sorted(seen) != sorted(self.masked) or any(self.token in p for p in out):
             return None
@@ -200,7 +202,7 @@ def join_cells(sources: list[str]) -> Joined:
     starts: list[int] = []
     lengths: list[int] = []
     masked: dict[int, str] = {}
-    ends: list[bool] = []
+    ends: list[int] = []
     line = 1
     for n, source in enumerate(sources):
         source = source.replace("\r\n", "\n").replace("\r", "\n")
@@ -208,7 +210,7 @@ def join_cells(sources: list[str]) -> Joined:
             pieces.append(f"# {token} cell {n}\n")
             line += 1
         starts.append(line)
-        ends.append(source.endswith("\n") or not source)
+        ends.append(len(source) - len(source.rstrip("\n")) if source.strip() else 1)
         lines = source.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
