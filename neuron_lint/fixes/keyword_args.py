@@ -56,6 +56,51 @@ def find_arg(call, name: str):
     return None, -1
 
 
+def _has_comment(*nodes) -> bool:
+    import libcst as cst
+    import libcst.matchers as m
+
+    return any(isinstance(n, cst.CSTNode) and m.findall(n, m.Comment()) for n in nodes)
+
+
+def _breaks_line(whitespace) -> bool:
+    import libcst as cst
+
+    return isinstance(whitespace, cst.ParenthesizedWhitespace)
+
+
+def without_arg(args: list, i: int, name: str) -> list:
+    """LibCST ``args`` without the ``i``-th, keeping the layout of the rest: the last argument hands
+    its comma (a trailing comma or none) and the space before ``)`` to the one before it; one in the
+    middle leaves the space after the comma before it or after its own, whichever breaks the line
+    (with the comment lines in it: yolov7's ``DDP(model, device_ids=[r], output_device=r,`` / ``# a
+    comment`` / ``find_unused_parameters=...)``). Raises :class:`Decline` when a comment would go
+    (one on the removed argument's line, which speaks of it)."""
+    import libcst as cst
+
+    args = list(args)
+    arg = args[i]
+    if i == len(args) - 1 and i > 0:
+        before = args[i - 1]
+        lost = [arg, before.comma, before.whitespace_after_arg]
+        args[i - 1] = before.with_changes(comma=arg.comma, whitespace_after_arg=arg.whitespace_after_arg)
+    elif i > 0 and isinstance(args[i - 1].comma, cst.Comma) and isinstance(arg.comma, cst.Comma):
+        before = args[i - 1]
+        mine, theirs = arg.comma.whitespace_after, before.comma.whitespace_after
+        # a comment on the argument's own line goes with it (so the fix declines); one on the lines
+        # after it stays
+        ours = _breaks_line(mine) and mine.first_line.comment is None and not _has_comment(theirs)
+        keep, drop = (mine, theirs) if ours else (theirs, mine)
+        lost = [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT), arg.comma.whitespace_before, drop]
+        args[i - 1] = before.with_changes(comma=before.comma.with_changes(whitespace_after=keep))
+    else:
+        lost = [arg]  # the argument with its comma and the space after it
+    if _has_comment(*lost):
+        raise Decline(f"a comment next to `{name}=` would be lost; remove the argument by hand")
+    del args[i]
+    return args
+
+
 class KeywordFixer:
     """A fixer of the keyword argument holding the hit: a subclass plans it in
     ``plan_keyword(ctx, hit, kw)`` (``kw`` the ast ``keyword``; the plan data names it as

@@ -19,6 +19,7 @@ import ast
 
 from ..device_choice import device_data
 from ..device_literal import plan_device_type
+from ..keyword_args import without_arg
 from ..plan import dist_alias
 
 
@@ -107,20 +108,14 @@ class Distributed:
         def only_off_cpu(value):
             return rx.expression('{value} if {dev} != "cpu" else None', value=value, dev=dev_type)
 
-        args = []
-        dropped = None
-        for a in updated.args:
+        args = list(updated.args)
+        for i in reversed(range(len(args))):
+            a = args[i]
             name = a.keyword.value if a.keyword is not None else None
-            if name == "device_ids":
-                a = a.with_changes(value=only_off_cpu(a.value))
-            elif name == "output_device":
-                if data.get("drop_output"):
-                    dropped = a
-                    continue
-                a = a.with_changes(value=only_off_cpu(a.value))
-            args.append(a)
-        if dropped is not None and updated.args[-1] is dropped and args:
-            args[-1] = args[-1].with_changes(comma=dropped.comma)
+            if name == "output_device" and data.get("drop_output"):
+                args = without_arg(args, i, name)
+            elif name in ("device_ids", "output_device"):
+                args[i] = a.with_changes(value=only_off_cpu(a.value))
         if not any(a.keyword is not None and a.keyword.value == "device_ids" for a in args):
             from ..decline import Decline
 
