@@ -17,7 +17,7 @@ import re
 from dataclasses import replace
 
 from .guard_reach import checks_requested_cuda, runs_after, same_tests
-from .name_words import names_gpu
+from .name_words import names_gpu, string_picks_gpu
 
 #: Findings that never block a guard: setting a cuDNN/CUDA backend flag is harmless elsewhere.
 HARMLESS = frozenset({"NRN209"})
@@ -270,19 +270,16 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
 
 
-#: A package built for CUDA GPUs (``onnxruntime-gpu``, ``cupy-cuda12x``), or ONNX Runtime's CUDA provider.
-_GPU_PACKAGE = re.compile(r"[A-Za-z0-9.]{1,40}[-_](gpu|cuda[0-9x]{0,4})|(cuda|tensorrt)ExecutionProvider", re.IGNORECASE)
-
-
 def _gpu_choice(ctx, nodes, guard) -> str:
     """What in the decided code picks the project's GPU path: a ``"gpu"`` string (composer's
-    ``device="gpu"``), a package built for CUDA (yolov5's ``check_requirements("onnxruntime-gpu" if
-    cuda else "onnxruntime")``) or a call of something named for the GPU (``DeviceGPU()``), or ``""``."""
+    ``device="gpu"``), GPU indices as a string (yolov7's ``select_device('0' if
+    torch.cuda.is_available() else 'cpu')``, whose ``'0'`` asserts CUDA), a package built for CUDA
+    (yolov5's ``check_requirements("onnxruntime-gpu" if cuda else "onnxruntime")``) or a call of
+    something named for the GPU (``DeviceGPU()``), or ``""``."""
     for top in nodes:
         for n in _walk_decided(top, guard):
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and (
-                    n.value.lower().split(":")[0] in ("gpu", "gpus") or _GPU_PACKAGE.fullmatch(n.value)
-            ) and not isinstance(ctx.parent(n), ast.Compare):  # picked, not asked about
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and string_picks_gpu(n.value) and (
+                    not isinstance(ctx.parent(n), ast.Compare)):  # picked, not asked about
                 return f"`{n.value!r}` (line {n.lineno})"
             if isinstance(n, ast.Call):
                 name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")

@@ -1,4 +1,4 @@
-"""The words of an identifier, and whether it names the GPU: ``DeviceGPU`` -> device, gpu."""
+"""The words of an identifier, and whether it or a string names the GPU: ``DeviceGPU`` -> device, gpu."""
 
 from __future__ import annotations
 
@@ -15,3 +15,16 @@ def name_words(name: str) -> list[str]:
 def names_gpu(name: str) -> bool:
     """Does an identifier have GPU as one of its words (``DeviceGPU``, ``to_gpu``, ``GpuTimer``)?"""
     return any(w in ("gpu", "gpus") for w in name_words(name))
+
+
+#: A package built for CUDA GPUs (``onnxruntime-gpu``, ``cupy-cuda12x``), or ONNX Runtime's CUDA provider.
+_GPU_PACKAGE = re.compile(r"[A-Za-z0-9.]{1,40}[-_](gpu|cuda[0-9x]{0,4})|(cuda|tensorrt)ExecutionProvider", re.IGNORECASE)
+#: GPU indices as a string (``"0"``, ``"0,1"``): what yolov5/yolov7's ``select_device`` and
+#: ``CUDA_VISIBLE_DEVICES`` take; no torch device is spelled so.
+_GPU_INDICES = re.compile(r"\d{1,3}(,\s?\d{1,3}){0,15}")
+
+
+def string_picks_gpu(value: str) -> bool:
+    """Does a string constant pick the GPU path: ``"gpu"``, a package built for CUDA, GPU indices?"""
+    return (value.lower().split(":")[0] in ("gpu", "gpus") or bool(_GPU_PACKAGE.fullmatch(value))
+            or bool(_GPU_INDICES.fullmatch(value)))
