@@ -52,3 +52,33 @@ def test_a_project_without_them_gets_the_test_rewritten(tmp_path):
         path = _project(sub, setup)
         fixed = fix_text(SCRIPT, path, SETTINGS).text
         assert "if torch.accelerator.is_available():" in fixed
+
+
+JIT_OP = (
+    "import os\n\nfrom torch.utils.cpp_extension import load\n\n"
+    "module_path = os.path.dirname(__file__)\n"
+    "op = load(\n    'upfirdn2d',\n"
+    "    sources=[os.path.join(module_path, 'upfirdn2d.cpp'), os.path.join(module_path, 'upfirdn2d_kernel.cu')],\n)\n"
+)
+
+
+def test_a_project_compiling_cuda_sources_at_import_keeps_its_availability_tests(tmp_path):
+    """score_sde_pytorch and rosinality's stylegan2 build ``op/`` with ``cpp_extension.load`` when it is
+    imported; their operators take the native path for CPU tensors only, so the CPU that a CUDA
+    availability test picks without CUDA is what works on Trainium."""
+    path = _project(tmp_path, None)
+    (tmp_path / "op").mkdir()
+    (tmp_path / "op" / "upfirdn2d.py").write_text(JIT_OP)
+    fixed = fix_text(SCRIPT, path, SETTINGS).text
+    assert "    if torch.cuda.is_available():\n        device" in fixed
+    notes = {f.line: f.fix_note for f in check_source(SCRIPT, path, SETTINGS)}
+    assert "(`upfirdn2d_kernel.cu` compiled by `cpp_extension` in op/upfirdn2d.py)" in notes[5]
+
+
+def test_cpp_sources_alone_or_cuda_sources_without_a_build_do_not_count(tmp_path):
+    for name, text in (("cpp", JIT_OP.replace("_kernel.cu", ".cc")), ("listed", "KERNELS = ['upfirdn2d_kernel.cu']\n")):
+        sub = tmp_path / name
+        sub.mkdir()
+        path = _project(sub, None)
+        (sub / "ops.py").write_text(text)
+        assert "if torch.accelerator.is_available():" in fix_text(SCRIPT, path, SETTINGS).text

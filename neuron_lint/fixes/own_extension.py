@@ -3,32 +3,64 @@
 A project whose ``setup.py`` builds extensions with ``torch.utils.cpp_extension`` (pytorch3d's
 ``_C``, detectron2's ``_C``, fairseq's ``libnat_cuda``) has operators with a CPU and a CUDA
 kernel and nothing else: a ``neuron`` tensor reaching one raises ("Cannot use CPU implementation").
-Its ``torch.cuda.is_available()`` tests send Trainium down the CPU path, the one that works there;
-rewritten, they would send it to the accelerator and into those operators. Read once per project.
+So does a project that compiles CUDA sources when a module is imported (``cpp_extension.load(...,
+sources=[..., "upfirdn2d_kernel.cu"])``: rosinality's stylegan2 ``op/``, score_sde_pytorch), whose
+operators pick their native path only for CPU tensors (test modules, which may only name such
+sources, do not count). Its ``torch.cuda.is_available()`` tests send
+Trainium down the CPU path, the one that works there; rewritten, they would send it to the
+accelerator and into those operators. Read once per project.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
 
-from .project_scan import MAX_BYTES, project_root
+from .module_kind import is_test_path
+from .project_scan import MAX_BYTES, project_root, python_files
 
 _BUILDS = re.compile(rb"\b(CUDAExtension|CppExtension|BuildExtension)\b")
+_JIT = re.compile(rb"\bcpp_extension\b")
+_CUDA_SOURCE = re.compile(rb"""\.cu['"]""")
+_CUDA_FILE = re.compile(r"[\w/.-]{1,200}\.cu")
 
 
 @functools.lru_cache(maxsize=64)
 def _built_by(root: str) -> str:
-    path = os.path.join(root, "setup.py")
+    found = _BUILDS.search(_read(os.path.join(root, "setup.py")))
+    if found:
+        return f"`{found.group(1).decode()}` in setup.py"
+    for file, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
+        source = _cuda_source(data) if _JIT.search(data) and _CUDA_SOURCE.search(data) else ""
+        if source:
+            name = os.path.relpath(file, root).replace(os.sep, "/")
+            return f"`{source}` compiled by `cpp_extension` in {name}"
+    return ""
+
+
+def _cuda_source(data: bytes) -> str:
+    """The first string of the module that names a ``.cu`` file (not one inside a docstring or a
+    string of code), or ``""``."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_FILE.fullmatch(node.value):
+            return node.value
+    return ""
+
+
+def _read(path: str) -> bytes:
     try:
         if os.path.getsize(path) > MAX_BYTES:
-            return ""
+            return b""
         with open(path, "rb") as fh:
-            found = _BUILDS.search(fh.read())
+            return fh.read()
     except OSError:
-        return ""
-    return f"`{found.group(1).decode()}` in setup.py" if found else ""
+        return b""
 
 
 def own_extension(path: str) -> str:
