@@ -17,6 +17,13 @@ import re
 from dataclasses import replace
 
 from .guard_reach import checks_requested_cuda, runs_after, same_tests
+from .guard_skips import (
+    GENERIC_SKIP_WORDS,
+    is_skip,
+    named_skip_elsewhere,
+    skip_call,
+    skip_reason,
+)
 from .name_words import names_gpu, string_picks_gpu
 
 #: Findings that never block a guard: setting a cuDNN/CUDA backend flag is harmless elsewhere.
@@ -67,7 +74,7 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
         elif (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range"
               and isinstance(ctx.parent(parent), (ast.For, ast.AsyncFor)) and ctx.parent(parent).iter is parent):
             return region + list(ctx.parent(parent).body), ""  # once per device: the body is decided
-        elif isinstance(parent, ast.Call) and child in parent.args and _skip_name(parent) and depth == 0:
+        elif isinstance(parent, ast.Call) and child in parent.args and is_skip(parent) and depth == 0:
             decorated = ctx.parent(parent)  # `@skipIf(<test>, ...)` decides whether the test runs
             if isinstance(decorated, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 return region + [decorated], ""
@@ -96,47 +103,6 @@ def _only_stops(body) -> bool:
                 continue
         return False
     return True
-
-
-def _skip_call(ctx, guard) -> ast.Call | None:
-    """The skip decorator call (``@skipIf``, ``@skipUnless``, ``@pytest.mark.skipif``) of a test
-    function or class that has ``guard`` in its condition, or None."""
-    child = guard
-    for p in ctx.ancestors(guard):
-        if isinstance(p, ast.Call) and _skip_name(p) and p.args and (p.args[0] is child):
-            decorated = ctx.parent(p)
-            ok = isinstance(decorated, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            return p if ok else None
-        if not isinstance(p, (ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)):
-            return None
-        child = p
-    return None
-
-
-def skipped_test(ctx, guard) -> ast.AST | None:
-    """The test function or class whose skip decorator has ``guard`` in its condition, or None."""
-    skip = _skip_call(ctx, guard)
-    return ctx.parent(skip) if skip is not None else None
-
-
-#: What a skip's reason may say and still mean only "there is no GPU here".
-_SKIP_WORDS = re.compile(
-    r"\b(cuda|gpus?|accelerators?|devices?|is|are|not|no|available|unavailable|required|requires?|needs?|"
-    r"access|this|test|tests|a|an|the|to|run|only|machine|host|found|present|detected|with|without|"
-    r"skip|skipping|skipped)\b|[^a-z]+")
-
-
-def _skip_reason(skip: ast.Call) -> str:
-    values = list(skip.args[1:2]) + [k.value for k in skip.keywords if k.arg in ("reason", "msg")]
-    for v in values:
-        if isinstance(v, ast.Constant) and isinstance(v.value, str):
-            return v.value
-    return ""
-
-
-def _skip_name(call: ast.Call) -> bool:
-    func = call.func
-    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in ("skipIf", "skipUnless", "skipif")
 
 
 def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[list | None, str]:
@@ -176,8 +142,20 @@ def _cuda_sites(ctx, nodes, guard=None) -> list:
                 if q and (q.startswith("torch.cuda.") or q == "torch.cuda") and not isinstance(ctx.parent(n), ast.Attribute):
                     sites.append(n)
             elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0].lower() in ("cuda", "nccl"):
-                sites.append(n)
+                if not _message(ctx, n):
+                    sites.append(n)
     return sites
+
+
+_SAYS = frozenset({"print", "info", "debug", "warning", "warn", "error", "critical", "log"})
+
+
+def _message(ctx, node) -> bool:
+    """Is the string ``node`` what a ``print`` or a log call says (LAVIS's openpose: ``print('cuda')``
+    after the move), not a device?"""
+    call = ctx.parent(node)
+    func = call.func if isinstance(call, ast.Call) and node in call.args else None
+    return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) in _SAYS
 
 
 OTHER_DEVICES = re.compile(r"(?<![a-z])(xpu|npu|mps|hpu|mlu|musa|sdaa|neuron[a-z]*|tpu|xla|privateuse1)(?![a-z])",
@@ -238,7 +216,7 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
             return None, f"the same test on line {peer.lineno} is left ({why}), and the two must agree"
         nodes = nodes + more
     sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
-    skip = _skip_call(ctx, call)
+    skip = skip_call(ctx, call)
     if skip is not None and not sites:
         return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
                       "(a kernel, an extension, another module) is out of sight; decide by hand whether Trainium runs it")
@@ -252,15 +230,15 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
                       "its CUDA path (composer's `DeviceGPU`, with NCCL and CUDA's GradScaler), which Trainium "
                       "would then take. Keep the CUDA test there, or give Trainium its own branch")
     if skip is not None:
-        reason = _skip_reason(skip)
-        if _SKIP_WORDS.sub(" ", reason.lower()).strip():
+        reason = skip_reason(skip)
+        if GENERIC_SKIP_WORDS.sub(" ", reason.lower()).strip():
             return None, (f"the skip's reason ({reason[:60]!r}) names what needs CUDA; decide by hand whether "
                           "Trainium has it before the test runs there")
         float64 = _float64_test(ctx, nodes, call)
         if float64:
             return None, (f"the test it skips uses {float64}; Trainium computes float64 as float32, so the test "
                           "would fail there; decide by hand whether it should run on Trainium")
-        named = _named_skip_elsewhere(ctx, skip)
+        named = named_skip_elsewhere(ctx, skip)
         if named:
             return None, (f"another CUDA skip in this module says what needs CUDA ({named[:60]!r}, line "
                           f"{named.lineno}); the code under test here likely needs it too; decide by hand whether "
@@ -320,29 +298,6 @@ def _float64_test(ctx, nodes, guard) -> str:
             elif isinstance(n, ast.Attribute) and ctx.qualname(n) in _FLOAT64:
                 return f"`{ctx.qualname(n)}` (line {n.lineno})"
     return ""
-
-
-class _Reason(str):
-    lineno: int = 0
-
-
-def _named_skip_elsewhere(ctx, skip: ast.Call) -> _Reason | None:
-    """The reason of another skip in the module that tests CUDA and says what needs it (``"Deformable
-    not supported for cpu"``), or None."""
-    found = ctx.__dict__.get("_named_cuda_skips")
-    if found is None:
-        found = []
-        for n in ast.walk(ctx.tree):
-            if isinstance(n, ast.Call) and _skip_name(n) and n.args and any(
-                    isinstance(m, ast.Attribute) and (ctx.qualname(m) or "").startswith("torch.cuda.")
-                    for m in ast.walk(n.args[0])):
-                reason = _skip_reason(n)
-                if _SKIP_WORDS.sub(" ", reason.lower()).strip():
-                    r = _Reason(reason)
-                    r.lineno = n.lineno
-                    found.append((n, r))
-        ctx.__dict__["_named_cuda_skips"] = found
-    return next((r for n, r in found if n is not skip), None)
 
 
 #: Findings of these families inside decided code block a guard unless they are fixed too.

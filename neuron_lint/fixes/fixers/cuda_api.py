@@ -24,7 +24,8 @@ import ast
 import re
 
 from ..cuda_only import dotted, only_described
-from ..guards import decided_region, skipped_test
+from ..guard_skips import skipped_test
+from ..guards import decided_region
 from ..keyword_args import module_comments
 from ..legacy_tensor import legacy_dtype, plan_legacy_tensor, rewrite_legacy_tensor
 from ..stream_handles import STREAM_GETTERS, cuda_stream_needed

@@ -1,0 +1,72 @@
+"""The skips of CUDA-only tests (``@skipIf(not torch.cuda.is_available(), ...)``,
+``@pytest.mark.skipif``): which test a guard skips, and what its reason, or another skip's, says
+needs CUDA (used by :mod:`.guards`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+
+def skip_call(ctx, guard) -> ast.Call | None:
+    """The skip decorator call (``@skipIf``, ``@skipUnless``, ``@pytest.mark.skipif``) of a test
+    function or class that has ``guard`` in its condition, or None."""
+    child = guard
+    for p in ctx.ancestors(guard):
+        if isinstance(p, ast.Call) and is_skip(p) and p.args and (p.args[0] is child):
+            decorated = ctx.parent(p)
+            ok = isinstance(decorated, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            return p if ok else None
+        if not isinstance(p, (ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)):
+            return None
+        child = p
+    return None
+
+
+def skipped_test(ctx, guard) -> ast.AST | None:
+    """The test function or class whose skip decorator has ``guard`` in its condition, or None."""
+    skip = skip_call(ctx, guard)
+    return ctx.parent(skip) if skip is not None else None
+
+
+#: What a skip's reason may say and still mean only "there is no GPU here".
+GENERIC_SKIP_WORDS = re.compile(
+    r"\b(cuda|gpus?|accelerators?|devices?|is|are|not|no|available|unavailable|required|requires?|needs?|"
+    r"access|this|test|tests|a|an|the|to|run|only|machine|host|found|present|detected|with|without|"
+    r"skip|skipping|skipped)\b|[^a-z]+")
+
+
+def skip_reason(skip: ast.Call) -> str:
+    values = list(skip.args[1:2]) + [k.value for k in skip.keywords if k.arg in ("reason", "msg")]
+    for v in values:
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return v.value
+    return ""
+
+
+def is_skip(call: ast.Call) -> bool:
+    func = call.func
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in ("skipIf", "skipUnless", "skipif")
+
+
+class _Reason(str):
+    lineno: int = 0
+
+
+def named_skip_elsewhere(ctx, skip: ast.Call) -> _Reason | None:
+    """The reason of another skip in the module that tests CUDA and says what needs it (``"Deformable
+    not supported for cpu"``), or None."""
+    found = ctx.__dict__.get("_named_cuda_skips")
+    if found is None:
+        found = []
+        for n in ast.walk(ctx.tree):
+            if isinstance(n, ast.Call) and is_skip(n) and n.args and any(
+                    isinstance(m, ast.Attribute) and (ctx.qualname(m) or "").startswith("torch.cuda.")
+                    for m in ast.walk(n.args[0])):
+                reason = skip_reason(n)
+                if GENERIC_SKIP_WORDS.sub(" ", reason.lower()).strip():
+                    r = _Reason(reason)
+                    r.lineno = n.lineno
+                    found.append((n, r))
+        ctx.__dict__["_named_cuda_skips"] = found
+    return next((r for n, r in found if n is not skip), None)
