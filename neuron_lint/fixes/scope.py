@@ -163,9 +163,17 @@ class DeviceDefinitions:
         # before the first definition too, so the import block keeps its spacing
         # (two before a def or class say nothing: PEP 8 asks for them there)
         kept = _blank_lines_before(body[at]) if 0 < at < len(body) and not _is_definition(body[at]) else 0
+        # comment lines right under the imports, apart from the statement after them (a commented-out
+        # import: `# from pointnet2_ops import pointnet2_utils`), stay with the imports
+        head: list = []
+        if 0 < at < len(body):
+            head, rest = _comments_under_imports(body[at])
+            if head:
+                body[at] = body[at].with_changes(leading_lines=rest)
         for stmt in new:
             gap = max(2 if isinstance(stmt, cst.FunctionDef) else 1, kept)
-            body.insert(at, stmt.with_changes(leading_lines=[cst.EmptyLine()] * (gap if at else 0)))
+            body.insert(at, stmt.with_changes(leading_lines=head + [cst.EmptyLine()] * (gap if at else 0)))
+            head = []
             at += 1
         if at < len(body):
             follower = body[at]
@@ -276,6 +284,18 @@ def _leading_block_length(body: list) -> int:
     while n < len(body) and _is_import_statement(body[n]):
         n += 1
     return n
+
+
+def _comments_under_imports(stmt) -> tuple[list, list]:
+    """``stmt``'s leading lines split into the comment lines that start them, when a blank line
+    parts those from ``stmt``, and the rest; or ``([], lines)``."""
+    lines = list(stmt.leading_lines)
+    n = 0
+    while n < len(lines) and lines[n].comment is not None:
+        n += 1
+    if n == 0 or n == len(lines):
+        return [], lines
+    return lines[:n], lines[n:]
 
 
 def _with_blank_lines(stmt, needed: int):
