@@ -894,6 +894,13 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     assert "def _current_device():" in fix_all(src, str(lib / "guided.py"))
     (tools / "__init__.py").write_text('"""Training scripts."""\n')
     assert "DEVICE = (" in fix_all(src, str(tools / "train_net.py"))
+    # a folder without an __init__.py inside such a package is a namespace subpackage, imported as
+    # one (LAVIS's lavis/datasets/data_utils.py, imported by every LAVIS run); inside a package of
+    # scripts (an __init__.py without code) it is a folder of scripts
+    (lib / "data").mkdir()
+    assert "def _current_device():" in fix_all(src, str(lib / "data" / "utils.py"))
+    (tools / "extra").mkdir()
+    assert "DEVICE = (" in fix_all(src, str(tools / "extra" / "train_more.py"))
 
 
 def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):

@@ -89,7 +89,10 @@ def package_depth(path: str, test_file: bool) -> int:
     try:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isfile(os.path.join(folder, "__init__.py")):
-            return 0
+            # a folder of a package without an __init__.py of its own is a namespace subpackage,
+            # imported as one (`lavis.datasets.data_utils`, `fastchat.train.llama2_flash_attn_monkey_patch`)
+            parent = os.path.join(os.path.dirname(folder), "__init__.py")
+            return 2 if os.path.isfile(parent) and _has_code(parent) else 0
         if os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
             return 2
         return 2 if _has_code(os.path.join(folder, "__init__.py")) else 1
