@@ -52,7 +52,8 @@ def _tests_the_device(ctx, node) -> bool:
 
 def _guarded(ctx, node) -> bool:
     """Is ``node`` in the body of an ``if`` (or the true arm of ``... if ... else``, or after an
-    ``and``) that tests the device?"""
+    ``and``) that tests the device, of a ``with torch.cuda.device(i):`` or of a loop over the
+    device count?"""
     child = node
     for p in ctx.ancestors(node):
         if isinstance(p, ast.BoolOp) and isinstance(p.op, ast.And):
@@ -63,10 +64,30 @@ def _guarded(ctx, node) -> bool:
             return True
         if isinstance(p, ast.IfExp) and p.body is child and _tests_the_device(ctx, p.test):
             return True
+        if isinstance(p, ast.With) and any(s is child for s in p.body) and any(
+                _enters_a_device(ctx, item.context_expr) for item in p.items):
+            return True  # entering `torch.cuda.device(i)` raises on a host without CUDA
+        if isinstance(p, ast.For) and any(s is child for s in p.body) and _over_the_devices(ctx, p.iter):
+            return True  # `for i in range(torch.cuda.device_count()):` runs no body there
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return False
         child = p
     return False
+
+
+def _enters_a_device(ctx, expr) -> bool:
+    """``torch.cuda.device(i)`` (or its rewrite, ``torch.accelerator.device_index(i)``) with an index
+    that is not None: a ``with`` of it runs its body only where that device exists."""
+    return (isinstance(expr, ast.Call) and ctx.qualname(expr.func) in ("torch.cuda.device", "torch.accelerator.device_index")
+            and len(expr.args) == 1 and not expr.keywords
+            and not (isinstance(expr.args[0], ast.Constant) and expr.args[0].value in (None, -1)))
+
+
+def _over_the_devices(ctx, it) -> bool:
+    """``range(torch.cuda.device_count())`` (or ``torch.accelerator``'s): empty without a device."""
+    return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and len(it.args) == 1 and isinstance(it.args[0], ast.Call) and not it.args[0].args
+            and ctx.qualname(it.args[0].func) in ("torch.cuda.device_count", "torch.accelerator.device_count"))
 
 
 def _alone_on_its_line(ctx, stmt) -> bool:
