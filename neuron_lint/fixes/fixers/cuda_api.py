@@ -78,7 +78,7 @@ def _guarded(ctx, node) -> bool:
 def _enters_a_device(ctx, expr) -> bool:
     """``torch.cuda.device(i)`` (or its rewrite, ``torch.accelerator.device_index(i)``) with an index
     that is not None: a ``with`` of it runs its body only where that device exists."""
-    return (isinstance(expr, ast.Call) and ctx.qualname(expr.func) in ("torch.cuda.device", "torch.accelerator.device_index")
+    return (isinstance(expr, ast.Call) and _names(ctx, expr.func, "torch.cuda.device", "torch.accelerator.device_index")
             and len(expr.args) == 1 and not expr.keywords
             and not (isinstance(expr.args[0], ast.Constant) and expr.args[0].value in (None, -1)))
 
@@ -87,7 +87,13 @@ def _over_the_devices(ctx, it) -> bool:
     """``range(torch.cuda.device_count())`` (or ``torch.accelerator``'s): empty without a device."""
     return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
             and len(it.args) == 1 and isinstance(it.args[0], ast.Call) and not it.args[0].args
-            and ctx.qualname(it.args[0].func) in ("torch.cuda.device_count", "torch.accelerator.device_count"))
+            and _names(ctx, it.args[0].func, "torch.cuda.device_count", "torch.accelerator.device_count"))
+
+
+def _names(ctx, func, *wanted: str) -> bool:
+    """Is ``func`` one of ``wanted``, by the module's imports or as written (an ``import torch``
+    inside the function: FastChat's ``get_gpu_memory``)?"""
+    return ctx.qualname(func) in wanted or ".".join(dotted(func)) in wanted
 
 
 def _alone_on_its_line(ctx, stmt) -> bool:
