@@ -29,9 +29,34 @@ def cuda_stream_needed(ctx, call: ast.Call) -> str:
     if isinstance(outer, ast.Call) and outer.func is not call:
         name = ctx.qualname(outer.func) or ""
         last = outer.func.attr if isinstance(outer.func, ast.Attribute) else getattr(outer.func, "id", "")
-        if not name.startswith("torch.") and last not in _STREAM_TAKERS:
+        if not name.startswith("torch.") and last not in _STREAM_TAKERS and not (
+                last == "record" and _becomes_a_torch_event(ctx, outer.func.value)):
             return f"it is handed to `{ctx.segment(outer.func)}`, which may need a CUDA stream"
     return ""
+
+
+def _becomes_a_torch_event(ctx, receiver) -> bool:
+    """Is ``receiver`` (of ``.record(stream)``) a name or attribute that the module sets only to
+    ``torch.cuda.Event(...)`` with keywords ``torch.Event`` takes, which NRN203 rewrites to
+    ``torch.Event`` (whose ``record`` takes any ``torch.Stream``)? stylegan2-ada's
+    ``phase.start_event = torch.cuda.Event(enable_timing=True)`` ... ``.record(torch.cuda.current_stream(device))``:
+    the events became ``torch.Event`` and the streams stayed CUDA's, which Trainium cannot record on."""
+    def key(node):
+        if isinstance(node, ast.Name):
+            return ("name", node.id)
+        return ("attr", node.attr) if isinstance(node, ast.Attribute) else None
+
+    wanted, found = key(receiver), False
+    if wanted is None:
+        return False
+    for n in ast.walk(ctx.tree):
+        if isinstance(n, ast.Assign) and any(key(t) == wanted for t in n.targets):
+            v = n.value
+            if not (isinstance(v, ast.Call) and ctx.qualname(v.func) == "torch.cuda.Event" and not v.args
+                    and all(k.arg in ("enable_timing", "blocking", "interprocess") for k in v.keywords)):
+                return False
+            found = True
+    return found
 
 
 def _handle_read_later(ctx, call: ast.Call, parent) -> str:
