@@ -77,6 +77,9 @@ def assigned_checked_as_cuda(ctx, node) -> ast.AST | None:
     """Where the same function asks whether a local name assigned ``node`` is CUDA's
     (stylegan2's ``device = "cuda"`` ... ``use_gpu=device.startswith("cuda")``), or None: with the
     current device's type there, Trainium would answer no and build a CPU model."""
+    held = _attribute_compared_as_cuda(ctx, node)
+    if held is not None:
+        return held
     found = _assigned_name(ctx, node)
     if found is None:
         return None
@@ -86,6 +89,31 @@ def assigned_checked_as_cuda(ctx, node) -> ast.AST | None:
                 and isinstance(n.func.value, ast.Name) and n.func.value.id == name and n.args and is_str(n.args[0], "cuda"):
             return n
     return None  # a comparison with "cuda" is NRN211's, rewritten with the string (nanoGPT's device_type)
+
+
+def _attribute_compared_as_cuda(ctx, node) -> ast.Compare | None:
+    """Where the class compares ``self.<attr>``, assigned ``node`` (alone or as an arm of a
+    conditional expression), with CUDA's name outside an ``if``'s test (which NRN211 rewrites with
+    it): ClassyVision's EMA hook sets ``self.device = "cuda" if device == "gpu" else "cpu"`` and
+    returns ``task.use_gpu == (self.device == "cuda")``, which Trainium would answer no."""
+    child, parent = node, ctx.parent(node)
+    while isinstance(parent, ast.IfExp) and child is not parent.test:
+        child, parent = parent, ctx.parent(parent)
+    if not (isinstance(parent, ast.Assign) and parent.value is child and len(parent.targets) == 1):
+        return None
+    target = parent.targets[0]
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return None
+    cls = next((p for p in ctx.ancestors(parent) if isinstance(p, ast.ClassDef)), None)
+    for n in ast.walk(cls) if cls is not None else ():
+        if not isinstance(n, ast.Compare) or isinstance(ctx.parent(n), (ast.If, ast.IfExp, ast.While)):
+            continue
+        operands = [n.left, *n.comparators]
+        if any(_names_cuda(o) for o in operands) and any(
+                isinstance(o, ast.Attribute) and o.attr == target.attr and isinstance(o.value, ast.Name)
+                and o.value.id == "self" for o in operands):
+            return n
+    return None
 
 
 def _names_cuda(node) -> bool:
