@@ -82,3 +82,14 @@ def test_cpp_sources_alone_or_cuda_sources_without_a_build_do_not_count(tmp_path
         path = _project(sub, None)
         (sub / "ops.py").write_text(text)
         assert "if torch.accelerator.is_available():" in fix_text(SCRIPT, path, SETTINGS).text
+
+
+def test_a_module_importing_a_library_of_cpu_and_cuda_operators_keeps_its_availability_tests(tmp_path):
+    """dlrm's TorchRec trainer picks CUDA and NCCL when CUDA is there, else the CPU and gloo; TorchRec
+    knows only cpu/cuda/mtia compute devices, so the CPU path is the one that works on Trainium."""
+    path = _project(tmp_path, None)
+    for library, kept in (("from torchrec.distributed.planner import Topology\n", True),
+                          ("import torch_scatter\n", True), ("import torchvision\n", False)):
+        source = SCRIPT.replace("import torch\n", "import torch\n" + library, 1)
+        fixed = fix_text(source, path, SETTINGS).text
+        assert ("    if torch.cuda.is_available():\n        device" in fixed) == kept, (library, fixed)

@@ -63,6 +63,31 @@ def _read(path: str) -> bytes:
         return b""
 
 
+#: Libraries whose operators have a CPU and a CUDA kernel only (or accept only those devices):
+#: TorchRec (compute devices cpu/cuda/mtia), FBGEMM-GPU, PyG's extension packages, sparse
+#: convolutions, pytorch3d, mmcv's ops.
+_CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torch_sparse", "torch_cluster",
+                                 "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops"})
+
+
+def operator_library(ctx) -> str:
+    """The library of CPU-and-CUDA-only operators the module imports at its top (dlrm's
+    ``torchrec_dlrm``: ``if torch.cuda.is_available(): device = cuda, backend = nccl`` else the CPU
+    with gloo, which is the TorchRec path that works on Trainium), or ``""``."""
+    found = ctx.__dict__.get("_nrn_operator_library")
+    if found is None:
+        found = ""
+        for stmt in ctx.tree.body:
+            names = ([a.name for a in stmt.names] if isinstance(stmt, ast.Import)
+                     else [stmt.module] if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module else [])
+            found = next((n for n in names if n.split(".")[0] in _CPU_CUDA_LIBRARIES
+                          or ".".join(n.split(".")[:2]) in _CPU_CUDA_LIBRARIES), "")
+            if found:
+                break
+        ctx.__dict__["_nrn_operator_library"] = found
+    return found
+
+
 def own_extension(path: str) -> str:
     """How the project around ``path`` builds its C++/CUDA operators (for the note), or ``""``."""
     root = project_root(path) if path else None

@@ -10,14 +10,16 @@
 - in test code (a test module, anything under a ``tests`` folder) or a function whose name asks for CUDA
   (``require_cuda``), a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`);
-- code in a class named for CUDA, the GPU or TensorRT (``DeviceGPU``, ``CudaTimer``), a function named
+- code in a class named for CUDA, the GPU or TensorRT (``DeviceGPU``, ``CudaTimer``) or derived
+  from a class of a CUDA-only library (``bnb.nn.Linear8bitLt``), a function named
   for TensorRT (``run_model_tensorrt``), or in a class's own
   ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
 - a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top;
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
 - a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
-- a CUDA availability check in a project that builds its own C++/CUDA operators (:mod:`.own_extension`).
+- a CUDA availability check in a project that builds its own C++/CUDA operators, or in a module that
+  imports a library of CPU-and-CUDA-only operators (TorchRec, PyG's extensions; :mod:`.own_extension`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import ast
 
 from .module_kind import is_str, is_test_path
-from .own_extension import own_extension
+from .own_extension import operator_library, own_extension
 
 
 def withheld(ctx, hit, node: ast.AST) -> str:
@@ -76,7 +78,8 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "(they may be the project's own objects, with their own `cuda()`, not modules). Rewritten, "
                 "`cuda()` would no longer mean CUDA; give the class a device-agnostic `to(device)` instead")
     if named:
-        return (f"not rewritten: it is in `{named}`, named for CUDA, the GPU or TensorRT: the project's CUDA "
+        return (f"not rewritten: it is in `{named}`, named for CUDA, the GPU or TensorRT or built on a CUDA-only "
+                "library (bitsandbytes, apex, xformers, flash-attn): the project's CUDA "
                 "implementation of something other devices do their own way. Rewritten, Trainium would get a "
                 "CUDA class half converted; give Trainium its own implementation")
     about = cuda_test(ctx, node)
@@ -88,7 +91,13 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the project's tests replace `{mocked}` (`mock.patch`, `monkeypatch`), so the "
                 "rewritten code would no longer call what they replace and they would fail; change the tests "
                 "and this code together")
-    built = hit.rule.category == "cuda-specific" and _gate(ctx, node) and own_extension(ctx.path)
+    gate = hit.rule.category == "cuda-specific" and _gate(ctx, node)
+    library = gate and operator_library(ctx)
+    if library:
+        return (f"not rewritten: the module uses `{library}`, whose operators run on the CPU and CUDA only; this "
+                "test sends Trainium down the CPU path, the one that works there. Rewritten, neuron tensors "
+                "would reach those operators")
+    built = gate and own_extension(ctx.path)
     if built:
         return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
                 "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
@@ -202,16 +211,24 @@ def _gate(ctx, node: ast.AST) -> str:
     return ""
 
 
+#: CUDA-only libraries whose classes a project subclasses (their methods drive the library's kernels).
+_CUDA_LIBRARY_ROOTS = frozenset({"bitsandbytes", "bnb", "apex", "xformers", "xops", "flash_attn"})
+
+
 def cuda_class(ctx, node: ast.AST) -> str:
     """The name of the class holding ``node`` when it is named for CUDA, the GPU or TensorRT (composer's
-    ``DeviceGPU``, beside its ``DeviceCPU``/``DeviceMPS``/``DeviceNeuron``; ``CudaTimer``, ``TrtEvitSam``),
+    ``DeviceGPU``, beside its ``DeviceCPU``/``DeviceMPS``/``DeviceNeuron``; ``CudaTimer``, ``TrtEvitSam``)
+    or derives from a class of a CUDA-only library (bitsandbytes, apex, xformers, flash-attn),
     or of the function named for TensorRT, or ``""``."""
+    from .cuda_only import dotted
     from .name_words import name_words
 
     method = ""
     for p in ctx.ancestors(node):
         if isinstance(p, ast.ClassDef) and {"gpu", "gpus", "cuda", "trt", "tensorrt"} & set(name_words(p.name)):
             return p.name
+        if isinstance(p, ast.ClassDef) and any(dotted(b)[:1] and dotted(b)[0] in _CUDA_LIBRARY_ROOTS for b in p.bases):
+            return p.name  # lit-llama's `Linear8bitLt(bnb.nn.Linear8bitLt)`: bitsandbytes' CUDA kernels
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and {"trt", "tensorrt"} & set(name_words(p.name)):
             return p.name  # efficientvit's `run_yolo_model_tensorrt`: its model is a TensorRT engine
         if isinstance(p, ast.ClassDef) and method:
