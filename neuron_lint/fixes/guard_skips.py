@@ -34,6 +34,28 @@ GENERIC_SKIP_WORDS = re.compile(
     r"\b(cuda|gpus?|accelerators?|devices?|is|are|not|no|available|unavailable|required|requires?|needs?|"
     r"access|this|test|tests|a|an|the|to|run|only|machine|host|found|present|detected|with|without|"
     r"skip|skipping|skipped)\b|[^a-z]+")
+#: ... and what an error raised without CUDA may add and still mean only that.
+_GENERIC_ERROR_WORDS = re.compile(
+    r"\b(script|program|code|example|demo|model|training|train|inference|please|must|be|can|cannot|t|use|"
+    r"using|on|for|you|your|need|it|at|least|one|supported|support|enabled?|error|sorry|we|only|runs?)\b")
+
+
+def raised_reason(ctx, guard) -> str:
+    """The message of the error an ``if not torch.cuda.is_available(): raise ...`` raises when it
+    names what needs CUDA beyond "a GPU" (ClassyVision's "AMP is required but CUDA is not supported,
+    cannot enable AMP", whose Apex and CUDA autocast are in other methods), else ``""``. A script's
+    plain "CUDA is required" check is what a port relaxes."""
+    test = ctx.parent(guard)
+    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+        return ""
+    stmt = ctx.parent(test)
+    if not (isinstance(stmt, ast.If) and stmt.test is test and len(stmt.body) == 1
+            and isinstance(stmt.body[0], ast.Raise) and isinstance(stmt.body[0].exc, ast.Call)):
+        return ""
+    args = stmt.body[0].exc.args
+    message = args[0].value if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str) else ""
+    rest = _GENERIC_ERROR_WORDS.sub(" ", GENERIC_SKIP_WORDS.sub(" ", message.lower()))
+    return message if rest.strip() else ""
 
 
 def skip_reason(skip: ast.Call) -> str:

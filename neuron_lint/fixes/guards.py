@@ -21,6 +21,7 @@ from .guard_skips import (
     GENERIC_SKIP_WORDS,
     is_skip,
     named_skip_elsewhere,
+    raised_reason,
     skip_call,
     skip_reason,
 )
@@ -229,6 +230,10 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
         return None, (f"the code it decides picks {gpu}, which names the GPU: in this project that is likely "
                       "its CUDA path (composer's `DeviceGPU`, with NCCL and CUDA's GradScaler), which Trainium "
                       "would then take. Keep the CUDA test there, or give Trainium its own branch")
+    raised = raised_reason(ctx, call)
+    if raised:
+        return None, (f"the error it raises without CUDA ({raised[:60]!r}) names what needs CUDA; decide by hand "
+                      "whether Trainium has it before letting it through")
     if skip is not None:
         reason = skip_reason(skip)
         if GENERIC_SKIP_WORDS.sub(" ", reason.lower()).strip():
