@@ -1,7 +1,7 @@
 """CUDA-only mixed precision -> ``torch.autocast`` / ``torch.amp.*`` on the current device.
 
 - ``torch.cuda.amp.autocast(enabled, dtype, cache_enabled)`` -> ``torch.autocast(DEVICE.type, ...)``:
-  its positional arguments are named, because ``torch.autocast`` takes the device type first;
+  its positional arguments are named (``torch.autocast`` takes the device type first), float16 spelled out;
 - ``torch.cuda.amp.GradScaler(...)`` -> ``torch.amp.GradScaler(DEVICE.type, ...)`` (its other
   parameters keep their order after ``device``);
 - ``torch.cuda.amp.custom_fwd`` / ``custom_bwd`` (decorators, bare or called) ->
@@ -284,6 +284,7 @@ class Amp:
         args.insert(0, first)
         if mode == "autocast":
             args = _device_dtype(rx, args, dev_type)
+            args = _cuda_default_dtype(rx, args, original)
         args = _off_on_cpu(args, dev_type, 5 if mode == "GradScaler" else None)
         return updated.with_changes(func=func, args=_commas(args, updated.whitespace_before_args))
 
@@ -373,6 +374,21 @@ def _device_dtype(rx, args: list, dev_type) -> list:
                                  args=[cst.Arg(value=dev_type.deep_clone())])
             args[n] = a.with_changes(value=new)
     return args
+
+
+def _cuda_default_dtype(rx, args: list, original) -> list:
+    """``dtype=torch.float16`` (CUDA autocast's own default; ``torch.autocast`` would take the dtype of one
+    around it) unless the call gives a dtype, may (``**kwargs``) or is off (PixArt's attention)."""
+    import libcst as cst
+
+    from ..nodes import keyword
+
+    if any(a.star == "**" or (a.keyword is not None and a.keyword.value == "dtype") for a in args):
+        return args
+    if any(a.keyword is not None and a.keyword.value == "enabled" and isinstance(a.value, cst.Name)
+           and a.value.value == "False" for a in args):
+        return args
+    return [args[0], keyword("dtype", rx.dotted("torch.float16", original)), *args[1:]]
 
 
 def _off_on_cpu(args: list, dev_type, enabled_at: int | None, quote: str = '"') -> list:
