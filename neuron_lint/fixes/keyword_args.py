@@ -119,3 +119,26 @@ class KeywordFixer:
         if arg is None:
             raise Decline(f"the call no longer passes `{name}=`")
         return self.rewrite_arg(updated, arg, i, name)
+
+
+def with_commas(args: list, before_args=None) -> list:
+    """Every argument but the last followed by a comma (the new ones get ``, ``). In a call that
+    breaks its arguments over lines they go one per line with a trailing comma, as ``ruff format``
+    prints a call it cannot join (open_flamingo's ``lambda: autocast(`` / arguments / ``)`` had its
+    new last argument glued to the old one and to ``)``)."""
+    import libcst as cst
+    import libcst.matchers as m
+
+    if isinstance(before_args, cst.ParenthesizedWhitespace) and args and not any(
+            m.findall(w, m.Comment()) for a in args for w in (a.comma, a.whitespace_after_arg)
+            if isinstance(w, cst.CSTNode)):
+        closing = before_args.with_changes(last_line=cst.SimpleWhitespace(""))
+        return [a.with_changes(comma=cst.Comma(whitespace_after=closing if i == len(args) - 1 else before_args),
+                               whitespace_after_arg=cst.SimpleWhitespace(""))
+                for i, a in enumerate(args)]
+    out = []
+    for i, a in enumerate(args):
+        if i < len(args) - 1 and not isinstance(a.comma, cst.Comma):
+            a = a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        out.append(a)
+    return out

@@ -26,6 +26,7 @@ import ast
 
 from ..device_choice import device_data, runs_at_import
 from ..device_literal import plan_device_type
+from ..keyword_args import with_commas
 
 _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 _KWARGS_NOTE = ("not rewritten: the call passes `**kwargs`, which may hold `enabled`; the rewrite has to pass "
@@ -270,7 +271,7 @@ class Amp:
             args = list(updated.args)
             at = sum(1 for a in args if a.keyword is None and not a.star)
             args.insert(at, keyword("device_type", dev_type))
-            return updated.with_changes(func=func, args=_commas(args))
+            return updated.with_changes(func=func, args=with_commas(args))
         args = list(updated.args)
         if mode == "autocast":
             positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
@@ -286,7 +287,7 @@ class Amp:
             args = _device_dtype(rx, args, dev_type)
             args = _cuda_default_dtype(rx, args, original)
         args = _off_on_cpu(args, dev_type, 5 if mode == "GradScaler" else None)
-        return updated.with_changes(func=func, args=_commas(args, updated.whitespace_before_args))
+        return updated.with_changes(func=func, args=with_commas(args, updated.whitespace_before_args))
 
 
 def _rewrite_literal_call(rx, original, updated, data):
@@ -310,7 +311,7 @@ def _rewrite_literal_call(rx, original, updated, data):
     if data["enabled_at"] == 2:  # autocast, not GradScaler
         args = _device_dtype(rx, args, new_type)
     args = _off_on_cpu(args, new_type, data["enabled_at"], quote_of(original.args[at].value))
-    return updated.with_changes(args=_commas(args, updated.whitespace_before_args))
+    return updated.with_changes(args=with_commas(args, updated.whitespace_before_args))
 
 
 def _rewrite_disabling_decorator(rx, original, updated, data):
@@ -429,22 +430,6 @@ def _off_on_cpu(args: list, dev_type, enabled_at: int | None, quote: str = '"') 
         new = new.with_changes(comma=args[-1].comma)
         args[-1] = args[-1].with_changes(comma=before)
     return [*args, new]
-
-
-def _commas(args: list, before_args=None) -> list:
-    """Every argument but the last followed by a comma (the new ones get ``, ``; when the call
-    breaks its arguments over lines, a new first argument gets its own line)."""
-    import libcst as cst
-
-    out = []
-    for i, a in enumerate(args):
-        last = i == len(args) - 1
-        if not last and not isinstance(a.comma, cst.Comma):
-            after = (before_args if i == 0 and isinstance(before_args, cst.ParenthesizedWhitespace)
-                     else cst.SimpleWhitespace(" "))
-            a = a.with_changes(comma=cst.Comma(whitespace_after=after))
-        out.append(a)
-    return out
 
 
 FIXER = Amp()
