@@ -903,6 +903,31 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     assert "DEVICE = (" in fix_all(src, str(tools / "extra" / "train_more.py"))
 
 
+def test_a_script_another_module_imports_is_a_library_module(tmp_path):
+    # lit-llama's generate.py has a __main__ guard, and finetune/adapter.py does
+    # `from generate import generate`: a module-level DEVICE would probe the device on that import
+    src = """
+        import torch
+
+
+        def generate(model, idx):
+            return model(idx.cuda())
+
+
+        if __name__ == "__main__":
+            generate(torch.nn.Identity(), torch.zeros(1))
+    """
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "finetune").mkdir()
+    (tmp_path / "finetune" / "adapter.py").write_text("from generate import generate\n")
+    assert "def _current_device():" in fix_all(src, str(tmp_path / "generate.py"))
+    # a test importing it does not count, nor a name imported from a package
+    (tmp_path / "finetune" / "adapter.py").write_text("from lit import sample\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_sample.py").write_text("import sample\n")
+    assert "DEVICE = (" in fix_all(src, str(tmp_path / "sample.py"))
+
+
 def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):
     # diffusers/pipelines/pipeline_utils.py: a module-level loop made it look like a script
     src = """

@@ -53,10 +53,16 @@ def is_script(tree: ast.Module, path: str, test_file: bool) -> bool:
     Yes when it has a ``__main__`` guard, or does work at module level: a bare call
     (``main()``, ``torch.manual_seed(0)``), a loop or ``with``, or an assignment that moves
     something to the device (``model = Net().cuda()``). A module of a subpackage is imported
-    whatever it does (see :func:`package_depth`).
+    whatever it does (see :func:`package_depth`), and so is one that another module of the project
+    imports (lit-llama's ``generate.py``, imported by its ``finetune/*.py``).
     """
     if package_depth(path, test_file) >= 2:
         return False
+    return _runs_work(tree) and not imported_by_the_project(path)
+
+
+def _runs_work(tree: ast.Module) -> bool:
+    """A ``__main__`` guard, or work at module level (see :func:`is_script`)."""
     for stmt in tree.body:
         if is_main_guard(stmt) or isinstance(stmt, (ast.For, ast.While, ast.With)):
             return True
@@ -133,3 +139,40 @@ def picks_visible_devices(ctx) -> bool:
             for n in ast.walk(ctx.tree))
         ctx.__dict__["_nrn_visible_devices"] = found
     return found
+
+
+_IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+|\.+)[ \t]+import[ \t]+([\w, \t]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
+
+
+def imported_by_the_project(path: str) -> bool:
+    """Does another module of the project around ``path`` import it by its name (``import generate``,
+    ``from generate import ...``, ``from . import generate``)?"""
+    from .project_scan import project_root
+
+    name = os.path.basename(path or "")
+    root = project_root(path) if name.endswith(".py") else None
+    if root is None:
+        return False
+    importers = _imported_names(root).get(name[:-3], ())
+    return any(os.path.abspath(f) != os.path.abspath(path) for f in importers)
+
+
+@functools.lru_cache(maxsize=16)
+def _imported_names(root: str) -> dict[str, tuple[str, ...]]:
+    """The last part of every module name the project's modules (not its tests) import, and the
+    names of ``from . import ...``, each with the files that import it."""
+    from .project_scan import python_files
+
+    found: dict[str, list[str]] = {}
+    for file, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
+        for m in _IMPORTS.finditer(data):
+            module, names, plain = m.group(1), m.group(2), m.group(3)
+            if module:  # `from pkg import name` names an object as often as a module: only `from . import`
+                parts = names.replace(b" ", b"").split(b",") if module.strip(b".") == b"" else []
+                parts.append(module.rsplit(b".", 1)[-1])
+            else:
+                parts = [p.strip().split(b" ")[0].rsplit(b".", 1)[-1] for p in plain.split(b",")]
+            for part in parts:
+                if part:
+                    found.setdefault(part.decode("ascii", "replace"), []).append(file)
+    return {k: tuple(v) for k, v in found.items()}
