@@ -917,15 +917,26 @@ def test_a_script_another_module_imports_is_a_library_module(tmp_path):
         if __name__ == "__main__":
             generate(torch.nn.Identity(), torch.zeros(1))
     """
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "finetune").mkdir()
-    (tmp_path / "finetune" / "adapter.py").write_text("from generate import generate\n")
-    assert "def _current_device():" in fix_all(src, str(tmp_path / "generate.py"))
+
+    def project(name: str, files: dict):
+        root = tmp_path / name  # a project of its own: the scan of its imports is kept per root
+        root.mkdir()
+        (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        return root
+
+    lit = project("lit", {"finetune/adapter.py": "from generate import generate\n"})
+    assert "def _current_device():" in fix_all(src, str(lit / "generate.py"))
     # a test importing it does not count, nor a name imported from a package
-    (tmp_path / "finetune" / "adapter.py").write_text("from lit import sample\n")
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_sample.py").write_text("import sample\n")
-    assert "DEVICE = (" in fix_all(src, str(tmp_path / "sample.py"))
+    tested = project("tested", {"finetune/adapter.py": "from lit import generate\n",
+                                "tests/test_generate.py": "import generate\n"})
+    assert "DEVICE = (" in fix_all(src, str(tested / "generate.py"))
+    # in a monorepo of examples, another folder's `from train import ...` is its own train.py
+    mono = project("mono", {"mnist/main.py": "from train import train\n", "mnist/train.py": ""})
+    assert "DEVICE = (" in fix_all(src, str(mono / "snli" / "train.py"))
+    assert "def _current_device():" in fix_all(src, str(mono / "mnist" / "train.py"))
 
 
 def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):

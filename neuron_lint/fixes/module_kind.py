@@ -145,34 +145,43 @@ _IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+|\.+)[ \t]+import[ \t]+([\w,
 
 
 def imported_by_the_project(path: str) -> bool:
-    """Does another module of the project around ``path`` import it by its name (``import generate``,
-    ``from generate import ...``, ``from . import generate``)?"""
+    """Does another module of the project around ``path`` import it by its name: a module of its
+    own folder, any module when it sits at the project's root (``import generate``, ``from generate
+    import ...``, ``from . import generate``), or any by its dotted path from the root? In a
+    monorepo of examples another folder's ``train.py`` is another module."""
     from .project_scan import project_root
 
     name = os.path.basename(path or "")
     root = project_root(path) if name.endswith(".py") else None
     if root is None:
         return False
-    importers = _imported_names(root).get(name[:-3], ())
-    return any(os.path.abspath(f) != os.path.abspath(path) for f in importers)
+    here = os.path.dirname(os.path.abspath(path))
+    dotted = os.path.relpath(os.path.abspath(path)[:-3], root).replace(os.sep, ".")
+    for importer, module in _imported_names(root).get(name[:-3], ()):
+        if os.path.abspath(importer) == os.path.abspath(path):
+            continue
+        if here in (root, os.path.dirname(importer)) or module == dotted or module.endswith("." + dotted):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=16)
-def _imported_names(root: str) -> dict[str, tuple[str, ...]]:
+def _imported_names(root: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """The last part of every module name the project's modules (not its tests) import, and the
-    names of ``from . import ...``, each with the files that import it."""
+    names of ``from . import ...``, each with the files that import it and the dotted name written."""
     from .project_scan import python_files
 
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[tuple[str, str]]] = {}
     for file, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
         for m in _IMPORTS.finditer(data):
             module, names, plain = m.group(1), m.group(2), m.group(3)
             if module:  # `from pkg import name` names an object as often as a module: only `from . import`
-                parts = names.replace(b" ", b"").split(b",") if module.strip(b".") == b"" else []
-                parts.append(module.rsplit(b".", 1)[-1])
+                dotted = [n for n in names.replace(b" ", b"").split(b",")] if module.strip(b".") == b"" else []
+                dotted.append(module)
             else:
-                parts = [p.strip().split(b" ")[0].rsplit(b".", 1)[-1] for p in plain.split(b",")]
-            for part in parts:
-                if part:
-                    found.setdefault(part.decode("ascii", "replace"), []).append(file)
+                dotted = [p.strip().split(b" ")[0] for p in plain.split(b",")]
+            for d in dotted:
+                d = d.decode("ascii", "replace").strip(".")
+                if d:
+                    found.setdefault(d.rsplit(".", 1)[-1], []).append((file, d))
     return {k: tuple(v) for k, v in found.items()}
