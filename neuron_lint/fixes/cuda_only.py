@@ -10,6 +10,8 @@ import fnmatch
 #: Name parts of callees that are CUDA-only code (compiled extensions, kernels).
 _CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kernel*", "*Kernel*", "cupy", "triton",
                     "*helion*", "*nccl*", "*cudnn*", "*cublas*", "numba",
+                    # fused kernels (apex's RNN `fusedBackend.LSTMFused`, `FusedLayerNorm`, `fused_adam`)
+                    "fused*", "*Fused*", "*_fused*",
                     # CUDA-only libraries (NRN6xx): a guard that opens them is the right question there
                     "*bitsandbytes*", "bnb", "*xformers*", "xops", "flash_attn*", "apex")
 #: ``torch.nn.parallel`` (and mmcv.parallel, after it) spreading data over GPUs: ``torch._C._scatter``,

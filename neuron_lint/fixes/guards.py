@@ -70,6 +70,8 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
             return region + runs_after(ctx, parent), ""
         elif isinstance(parent, ast.keyword) and parent.arg in HARMLESS_KEYWORDS:
             return region, ""
+        elif _message(ctx, child) or (isinstance(parent, ast.FormattedValue) and _message(ctx, ctx.parent(parent))):
+            return region, ""  # jukebox's `print(f'Using cuda {use_cuda}')`: said, not decided
         elif isinstance(parent, ast.keyword) and isinstance(ctx.parent(parent), ast.Call):
             return region + [ctx.parent(parent)], ""  # `autocast(..., enabled=<test>)`: the call is decided
         elif (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range"
