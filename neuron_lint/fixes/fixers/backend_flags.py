@@ -145,6 +145,14 @@ class BackendFlags:
             if value is not True:
                 ctx.note(hit, f"not rewritten: it only turns cuDNN determinism off (the default); {_HARMLESS}")
                 return None
+            other = next((n for n in ast.walk(ctx.tree) if isinstance(n, ast.Attribute) and n is not assign.targets[0]
+                          and ctx.qualname(n) == qual), None)
+            if other is not None:
+                ctx.note(hit, f"not rewritten: the module also reads or resets the flag (line {other.lineno}): a "
+                              "saved cuDNN setting put back after the work (opacus' embedding grad sampler); "
+                              "`torch.use_deterministic_algorithms` is global and would outlive that restore. "
+                              f"{_HARMLESS}")
+                return None
             if _calls_use_deterministic(ctx):
                 ctx.note(hit, "not rewritten: the module already sets determinism for every device "
                               "(`torch.use_deterministic_algorithms` or `torch.set_deterministic_debug_mode`, cuDNN "
