@@ -238,8 +238,9 @@ def cuda_class(ctx, node: ast.AST) -> str:
 
 
 #: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
+#: apex too: a module that imports it unconditionally is apex's own code or tests (its fused CUDA kernels).
 _CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
-                            "cuda"})
+                            "cuda", "apex"})
 
 
 _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
