@@ -76,11 +76,17 @@ def test_a_project_compiling_cuda_sources_at_import_keeps_its_availability_tests
 
 
 def test_cpp_sources_alone_or_cuda_sources_without_a_build_do_not_count(tmp_path):
-    for name, text in (("cpp", JIT_OP.replace("_kernel.cu", ".cc")), ("listed", "KERNELS = ['upfirdn2d_kernel.cu']\n")):
+    # ... nor a vendored library's own setup.py below the root (jukebox's copy of apex)
+    vendored = ("from torch.utils.cpp_extension import CUDAExtension\n"
+                "ext = CUDAExtension('amp_C', sources=['csrc/multi_tensor_scale_kernel.cu'])\n")
+    for name, text, where in (("cpp", JIT_OP.replace("_kernel.cu", ".cc"), "ops.py"),
+                              ("listed", "KERNELS = ['upfirdn2d_kernel.cu']\n", "ops.py"),
+                              ("vendored", vendored, "apex/setup.py")):
         sub = tmp_path / name
         sub.mkdir()
         path = _project(sub, None)
-        (sub / "ops.py").write_text(text)
+        (sub / where).parent.mkdir(parents=True, exist_ok=True)
+        (sub / where).write_text(text)
         assert "if torch.accelerator.is_available():" in fix_text(SCRIPT, path, SETTINGS).text
 
 

@@ -32,7 +32,9 @@ def _built_by(root: str) -> str:
     found = _BUILDS.search(_read(os.path.join(root, "setup.py")))
     if found:
         return f"`{found.group(1).decode()}` in setup.py"
-    for file, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
+    # a setup.py below the root builds a vendored library (jukebox's copy of apex), not what the project runs
+    for file, data in python_files(root, lambda parts, name: name != "setup.py"
+                                   and not is_test_path(os.path.join(*parts, name))):
         source = _cuda_source(data) if _JIT.search(data) and _CUDA_SOURCE.search(data) else ""
         if source:
             name = os.path.relpath(file, root).replace(os.sep, "/")
