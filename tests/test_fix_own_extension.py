@@ -51,7 +51,7 @@ def test_a_project_without_them_gets_the_test_rewritten(tmp_path):
         sub.mkdir()
         path = _project(sub, setup)
         fixed = fix_text(SCRIPT, path, SETTINGS).text
-        assert "if torch.accelerator.is_available():" in fixed
+        assert "    if torch.accelerator.is_available():\n        device" in fixed
 
 
 JIT_OP = (
@@ -87,7 +87,7 @@ def test_cpp_sources_alone_or_cuda_sources_without_a_build_do_not_count(tmp_path
         path = _project(sub, None)
         (sub / where).parent.mkdir(parents=True, exist_ok=True)
         (sub / where).write_text(text)
-        assert "if torch.accelerator.is_available():" in fix_text(SCRIPT, path, SETTINGS).text
+        assert "    if torch.accelerator.is_available():\n        device" in fix_text(SCRIPT, path, SETTINGS).text
 
 
 def test_a_module_importing_a_library_of_cpu_and_cuda_operators_keeps_its_availability_tests(tmp_path):
