@@ -7,6 +7,9 @@ from __future__ import annotations
 import ast
 import fnmatch
 
+#: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the
+#: methods of a project's subclass of one of their classes.
+CUDA_LIBRARY_ROOTS = frozenset({"bitsandbytes", "bnb", "apex", "xformers", "xops", "flash_attn"})
 #: Name parts of callees that are CUDA-only code (compiled extensions, kernels).
 _CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kernel*", "*Kernel*", "cupy", "triton",
                     "*helion*", "*nccl*", "*cudnn*", "*cublas*", "numba",
@@ -22,8 +25,9 @@ _EXTENSION_LOADERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extensi
 
 
 _DESCRIBED = frozenset({"name", "total_memory"})
-_LOGGING = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log",
-                      "write", "str", "repr", "format"})
+#: Calls whose arguments are said, not used: ``print`` and the logger's methods.
+SAYING = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+_LOGGING = SAYING | {"write", "str", "repr", "format"}
 
 
 def _described(ctx, node: ast.AST) -> bool:

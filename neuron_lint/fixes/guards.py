@@ -16,6 +16,7 @@ import ast
 import re
 from dataclasses import replace
 
+from .cuda_only import SAYING
 from .guard_reach import checks_requested_cuda, runs_after, same_tests
 from .guard_skips import (
     GENERIC_SKIP_WORDS,
@@ -150,15 +151,12 @@ def _cuda_sites(ctx, nodes, guard=None) -> list:
     return sites
 
 
-_SAYS = frozenset({"print", "info", "debug", "warning", "warn", "error", "critical", "log"})
-
-
 def _message(ctx, node) -> bool:
     """Is the string ``node`` what a ``print`` or a log call says (LAVIS's openpose: ``print('cuda')``
     after the move), not a device?"""
     call = ctx.parent(node)
     func = call.func if isinstance(call, ast.Call) and node in call.args else None
-    return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) in _SAYS
+    return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) in SAYING
 
 
 OTHER_DEVICES = re.compile(r"(?<![a-z])(xpu|npu|mps|hpu|mlu|musa|sdaa|neuron[a-z]*|tpu|xla|privateuse1)(?![a-z])",
