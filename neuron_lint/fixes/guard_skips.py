@@ -1,6 +1,6 @@
 """The skips of CUDA-only tests (``@skipIf(not torch.cuda.is_available(), ...)``,
-``@pytest.mark.skipif``): which test a guard skips, and what its reason, or another skip's, says
-needs CUDA (used by :mod:`.guards`)."""
+``@pytest.mark.skipif``) and the errors raised without CUDA: which test a guard skips, and what its
+reason, another skip's or the error's message says needs CUDA (used by :mod:`.guards`)."""
 
 from __future__ import annotations
 

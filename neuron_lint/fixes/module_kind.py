@@ -185,3 +185,18 @@ def _imported_names(root: str) -> dict[str, tuple[tuple[str, str], ...]]:
                 if d:
                     found.setdefault(d.rsplit(".", 1)[-1], []).append((file, d))
     return {k: tuple(v) for k, v in found.items()}
+
+
+def top_imports(ctx) -> list[str]:
+    """The modules the module imports unconditionally at its top level, by absolute name (``import
+    tensorrt``, ``from torchrec.distributed import ...`` -> ``torchrec.distributed``); read once."""
+    found = ctx.__dict__.get("_nrn_top_imports")
+    if found is None:
+        found = []
+        for stmt in ctx.tree.body:
+            if isinstance(stmt, ast.Import):
+                found += [a.name for a in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+                found.append(stmt.module)
+        ctx.__dict__["_nrn_top_imports"] = found
+    return found

@@ -18,7 +18,7 @@ import functools
 import os
 import re
 
-from .module_kind import is_test_path
+from .module_kind import is_test_path, top_imports
 from .project_scan import MAX_BYTES, project_root, python_files
 
 _BUILDS = re.compile(rb"\b(CUDAExtension|CppExtension|BuildExtension)\b")
@@ -76,18 +76,8 @@ def operator_library(ctx) -> str:
     """The library of CPU-and-CUDA-only operators the module imports at its top (dlrm's
     ``torchrec_dlrm``: ``if torch.cuda.is_available(): device = cuda, backend = nccl`` else the CPU
     with gloo, which is the TorchRec path that works on Trainium), or ``""``."""
-    found = ctx.__dict__.get("_nrn_operator_library")
-    if found is None:
-        found = ""
-        for stmt in ctx.tree.body:
-            names = ([a.name for a in stmt.names] if isinstance(stmt, ast.Import)
-                     else [stmt.module] if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module else [])
-            found = next((n for n in names if n.split(".")[0] in _CPU_CUDA_LIBRARIES
-                          or ".".join(n.split(".")[:2]) in _CPU_CUDA_LIBRARIES), "")
-            if found:
-                break
-        ctx.__dict__["_nrn_operator_library"] = found
-    return found
+    return next((n for n in top_imports(ctx) if n.split(".")[0] in _CPU_CUDA_LIBRARIES
+                 or ".".join(n.split(".")[:2]) in _CPU_CUDA_LIBRARIES), "")
 
 
 def own_extension(path: str) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 
-from .module_kind import is_str, is_test_path
+from .module_kind import is_str, is_test_path, top_imports
 from .own_extension import operator_library, own_extension
 
 
@@ -265,21 +265,7 @@ def cuda_runtime(ctx) -> str:
     imports unconditionally, at its top, or ``""``: flux's TensorRT engines read each stream's raw
     ``cuda_stream`` and define their own ``cuda()``. An import under ``try``/``if`` is an option
     beside other paths, which stay rewritable."""
-    found = ctx.__dict__.get("_nrn_cuda_runtime")
-    if found is None:
-        found = ""
-        for stmt in ctx.tree.body:
-            if isinstance(stmt, ast.Import):
-                names = [a.name for a in stmt.names]
-            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-                names = [stmt.module]
-            else:
-                continue
-            found = next((n for n in names if n.split(".")[0] in _CUDA_RUNTIMES), "")
-            if found:
-                break
-        ctx.__dict__["_nrn_cuda_runtime"] = found
-    return found
+    return next((n for n in top_imports(ctx) if n.split(".")[0] in _CUDA_RUNTIMES), "")
 
 
 def dispatch_branch(ctx, node: ast.AST):
