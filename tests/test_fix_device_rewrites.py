@@ -332,6 +332,31 @@ if __name__ == "__main__":
 """
 
 
+def test_a_removed_import_leaves_its_groups_apart():
+    # stable-dreamfusion's guidance/sd_utils.py: the unused `from torch.cuda.amp import ...` sat
+    # after a blank line between the third-party and the local imports; removed with its blank
+    # line, the local import joined the third-party group (ruff I001)
+    src = """
+        import torch
+        import torch.nn as nn
+
+        from torch.cuda.amp import custom_bwd, custom_fwd
+        from .perpneg_utils import weighted
+
+
+        def seed_everything(seed):
+            torch.manual_seed(seed)
+
+            torch.cuda.manual_seed(seed)
+            return torch.zeros(1).cuda()
+    """
+    fixed = fix(src, path="pkg/sd_utils.py", select=("NRN2",))
+    assert "import torch.nn as nn\n\nfrom .perpneg_utils import weighted\n" in fixed
+    assert "torch.cuda" not in fixed
+    # inside a function the paragraph break stays too, and none is added where there was none
+    assert "    torch.manual_seed(seed)\n\n    return torch.zeros(1).to(_current_device())" in fixed
+
+
 def test_custom_fwd_casts_under_the_current_device_autocast():
     torch = pytest.importorskip("torch")
     src = CUSTOM_FWD.replace("DEVICE_TYPE", '"cpu"')
@@ -901,6 +926,18 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     assert "def _current_device():" in fix_all(src, str(lib / "data" / "utils.py"))
     (tools / "extra").mkdir()
     assert "DEVICE = (" in fix_all(src, str(tools / "extra" / "train_more.py"))
+    # a package in folders without __init__.py below the project's root is imported by its dotted
+    # path (stable-dreamfusion's ldm/modules/encoders/modules.py, named in its configs); right under
+    # the root it is still a folder of scripts
+    project = tmp_path / "dreamfusion"
+    encoders = project / "ldm" / "modules" / "encoders"
+    encoders.mkdir(parents=True)
+    (project / "setup.py").write_text("")
+    (encoders / "__init__.py").write_text("")
+    assert "def _current_device():" in fix_all(src, str(encoders / "modules.py"))
+    (project / "tools").mkdir()
+    (project / "tools" / "__init__.py").write_text("")
+    assert "DEVICE = (" in fix_all(src, str(project / "tools" / "train_net.py"))
 
 
 def test_a_script_another_module_imports_is_a_library_module(tmp_path):
@@ -937,6 +974,9 @@ def test_a_script_another_module_imports_is_a_library_module(tmp_path):
     mono = project("mono", {"mnist/main.py": "from train import train\n", "mnist/train.py": ""})
     assert "DEVICE = (" in fix_all(src, str(mono / "snli" / "train.py"))
     assert "def _current_device():" in fix_all(src, str(mono / "mnist" / "train.py"))
+    # ijepa's src/train.py imports its helper by dotted path with the names in brackets below
+    ijepa = project("ijepa", {"src/train.py": "from src.helper import (\n    generate,\n)\n"})
+    assert "def _current_device():" in fix_all(src, str(ijepa / "src" / "helper.py"))
 
 
 def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):
@@ -1300,3 +1340,21 @@ def test_a_test_named_or_marked_for_cuda_keeps_its_cuda_tensors():
     assert any("`test_dtw_cuda_matches_cpu`, says it tests CUDA" in n for n in left)
     # outside a test module the same code is rewritten
     assert "dtw_cuda(x.cuda())" not in fix_all(CUDA_NAMED_TESTS, "timing_check.py", unsafe_fixes=True)
+
+
+def test_the_cuda_arm_of_a_dispatch_with_a_neuron_arm_says_why_it_stays():
+    # accelerate's set_seed: Trainium takes its own arm; the note names it
+    src = """
+        import torch
+
+
+        def set_seed(seed):
+            if is_xpu_available():
+                torch.xpu.manual_seed_all(seed)
+            elif is_neuron_available():
+                torch.neuron.manual_seed_all(seed)
+            else:
+                torch.cuda.manual_seed_all(seed)
+    """
+    said = notes(src, path="utils/random.py", select=("NRN2",), unsafe_fixes=True)
+    assert any("branch on line 7 is Trainium's own" in n for n in said), said

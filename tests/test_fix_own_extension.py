@@ -99,3 +99,39 @@ def test_a_module_importing_a_library_of_cpu_and_cuda_operators_keeps_its_availa
         source = SCRIPT.replace("import torch\n", "import torch\n" + library, 1)
         fixed = fix_text(source, path, SETTINGS).text
         assert ("    if torch.cuda.is_available():\n        device" in fixed) == kept, (library, fixed)
+
+
+WRAPPER = (
+    "import torch\n"
+    "from torch.autograd import Function\n\n"
+    "try:\n    import _freqencoder as _backend\nexcept ImportError:\n    from .backend import _backend\n\n\n"
+    "class _FreqEncoder(Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, inputs, degree):\n"
+    "        if not inputs.is_cuda:\n            inputs = inputs.cuda()\n"
+    "        outputs = torch.empty_like(inputs)\n"
+    "        _backend.freq_encode_forward(inputs, degree, outputs)\n"
+    "        return outputs\n"
+)
+
+
+def test_the_glue_of_the_projects_own_kernels_keeps_its_cuda_code(tmp_path):
+    """stable-dreamfusion's ``freqencoder/freq.py`` moves its inputs with ``.cuda()`` right before the
+    kernel its ``backend.py`` compiles; rewritten, a CPU tensor went to the neuron device and into the
+    CUDA kernel (raymarching's kernels do not even check). A module importing nothing compiled
+    keeps its rewrite."""
+    _project(tmp_path, None)
+    package = tmp_path / "freqencoder"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .freq import _FreqEncoder\n")
+    (package / "backend.py").write_text(JIT_OP.replace("upfirdn2d_kernel.cu", "freqencoder.cu"))
+    path = str(package / "freq.py")
+    fixed = fix_text(WRAPPER, path, SETTINGS).text
+    assert "inputs = inputs.cuda()" in fixed
+    notes = [f.fix_note for f in check_source(WRAPPER, path, SETTINGS) if f.code == "NRN201"]
+    assert notes and "own compiled CUDA operators (`freqencoder.cu`, compiled by freqencoder/backend.py)" in notes[0]
+    # the same module without the compiled backend is ordinary code
+    other = tmp_path / "plain"
+    other.mkdir()
+    plain = WRAPPER.replace("from .backend import _backend", "from .native import _backend")
+    assert "inputs = inputs.to(_current_device())" in fix_text(plain, str(other / "freq.py"), SETTINGS).text

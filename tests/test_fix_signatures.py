@@ -41,14 +41,22 @@ DEVICE_MODULE = "torch.get_device_module()"
 # ------------------------------------------------------------------------------ collecting calls
 def example_texts():
     """(where, text) of every fixed example and fix case result in the catalog."""
+    for where, text, _ in example_pairs():
+        yield where, text
+
+
+def example_pairs():
+    """(where, text, before) of every fixed example and fix case result in the catalog; ``before`` is
+    the fix case's input (``""`` for a fixed example), whose own calls no fix wrote (a case that
+    leaves accelerate's `torch.neuron.empty_cache()` arm alone)."""
     for rule in CATALOG.rules:
         if rule.manifest_only:
             continue
         for i, text in enumerate(rule.fixed):
-            yield f"{rule.code} fixed[{i}]", text
+            yield f"{rule.code} fixed[{i}]", text, ""
         for i, case in enumerate(rule.fix_cases):
             if "after" in case:
-                yield f"{rule.code} fix_cases[{i}]", case["after"]
+                yield f"{rule.code} fix_cases[{i}]", case["after"], case.get("before", "")
 
 
 def torch_bindings(tree: ast.AST) -> dict[str, str]:
@@ -113,13 +121,16 @@ def calls_in(text: str, where: str = "<text>") -> list[Call]:
 def example_calls() -> list[Call]:
     """Every torch call in the examples, one per callee and argument shape."""
     seen: dict[tuple, Call] = {}
-    for where, text in example_texts():
+    for where, text, before in example_pairs():
         try:
             calls = calls_in(text, where)
+            given = {(c.callee, c.positional, c.keywords, c.splat) for c in calls_in(before)}
         except SyntaxError:
             continue  # test_every_fixed_text_parses says so
         for call in calls:
-            seen.setdefault((call.callee, call.positional, call.keywords, call.splat), call)
+            key = (call.callee, call.positional, call.keywords, call.splat)
+            if key not in given:
+                seen.setdefault(key, call)
     return sorted(seen.values(), key=lambda c: (c.callee, c.positional, c.keywords, c.splat))
 
 
@@ -303,18 +314,24 @@ def test_every_mapped_target_resolves_and_takes_what_its_form_passes(source, ent
 def _written_names():
     """Dotted torch names in every fixed text, called or not (attributes, flags, dtypes)."""
     names = set()
-    for _, text in example_texts():
+    for _, text, before in example_pairs():
         try:
-            tree = ast.parse(text)
+            given = _names_in(ast.parse(before))
+            names |= _names_in(ast.parse(text)) - given
         except SyntaxError:
             continue
-        bindings = torch_bindings(tree)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute):
-                name = dotted(node, bindings)
-                if name and not name.startswith(DEVICE_MODULE):
-                    names.add(name)
     return sorted(names)
+
+
+def _names_in(tree: ast.AST) -> set[str]:
+    bindings = torch_bindings(tree)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            name = dotted(node, bindings)
+            if name and not name.startswith(DEVICE_MODULE):
+                found.add(name)
+    return found
 
 
 def test_written_names_are_collected():

@@ -148,7 +148,8 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
     written = dotted(func)
     if not written:
         return ""
-    qual = (ctx.qualname(func) or "").split(".")
+    # `torch` imported inside the function has no module-level binding to resolve: take it as written
+    qual = (ctx.qualname(func) or ("torch." + ".".join(written[1:]) if written[0] == "torch" else "")).split(".")
     name = ".".join(written)
     if qual[:2] == ["torch", "_C"] and len(qual) == 3 and qual[2].startswith("_cuda"):
         return f"`{name}`, a private CUDA binding (missing, or about CUDA only, in a torch built without CUDA)"

@@ -41,19 +41,25 @@ _GENERIC_ERROR_WORDS = re.compile(
 
 
 def raised_reason(ctx, guard) -> str:
-    """The message of the error an ``if not torch.cuda.is_available(): raise ...`` raises when it
-    names what needs CUDA beyond "a GPU" (ClassyVision's "AMP is required but CUDA is not supported,
-    cannot enable AMP", whose Apex and CUDA autocast are in other methods), else ``""``. A script's
+    """The message of the error an ``if not torch.cuda.is_available(): raise ...`` or an ``assert
+    torch.cuda.is_available(), ...`` raises when it names what needs CUDA beyond "a GPU"
+    (ClassyVision's "AMP is required but CUDA is not supported, cannot enable AMP", whose Apex and CUDA
+    autocast are in other methods; accelerate's "Megatron requires CUDA."), else ``""``. A script's
     plain "CUDA is required" check is what a port relaxes."""
     test = ctx.parent(guard)
-    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+    if isinstance(test, ast.Assert) and test.test is guard:
+        message = test.msg.value if isinstance(test.msg, ast.Constant) else ""
+    elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        stmt = ctx.parent(test)
+        if not (isinstance(stmt, ast.If) and stmt.test is test and len(stmt.body) == 1
+                and isinstance(stmt.body[0], ast.Raise) and isinstance(stmt.body[0].exc, ast.Call)):
+            return ""
+        args = stmt.body[0].exc.args
+        message = args[0].value if args and isinstance(args[0], ast.Constant) else ""
+    else:
         return ""
-    stmt = ctx.parent(test)
-    if not (isinstance(stmt, ast.If) and stmt.test is test and len(stmt.body) == 1
-            and isinstance(stmt.body[0], ast.Raise) and isinstance(stmt.body[0].exc, ast.Call)):
+    if not isinstance(message, str):
         return ""
-    args = stmt.body[0].exc.args
-    message = args[0].value if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str) else ""
     rest = _GENERIC_ERROR_WORDS.sub(" ", GENERIC_SKIP_WORDS.sub(" ", message.lower()))
     return message if rest.strip() else ""
 

@@ -17,6 +17,7 @@ import re
 from dataclasses import replace
 
 from .cuda_only import SAYING
+from .device_dispatch import later_device_branch
 from .guard_reach import checks_requested_cuda, runs_after, same_tests
 from .guard_skips import (
     GENERIC_SKIP_WORDS,
@@ -53,7 +54,7 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
         elif isinstance(parent, (ast.If, ast.While)) and parent.test is child:
             if not negated:
                 return region + list(parent.body), ""
-            if not _only_stops(parent.body):
+            if not (_only_stops(parent.body) or _picks_the_cpu(ctx, parent)):
                 return None, ("the branch it takes without CUDA sets up the CPU path, which Trainium would then "
                               "skip; decide by hand what Trainium needs there")
             rest = list(parent.orelse)
@@ -109,6 +110,25 @@ def _only_stops(body) -> bool:
     return True
 
 
+def _picks_the_cpu(ctx, stmt: ast.If) -> bool:
+    """``if not torch.cuda.is_available(): device = torch.device('cpu') else: device = ...``: the branch
+    without CUDA only names the CPU device where the other branch names the GPU (ijepa's train.py),
+    a device choice like ``"cuda" if ... else "cpu"``."""
+    names = set()
+    for s in stmt.body:
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)):
+            return False
+        value = s.value
+        if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.device" and len(value.args) == 1 \
+                and not value.keywords:
+            value = value.args[0]
+        if not (isinstance(value, ast.Constant) and value.value == "cpu"):
+            return False
+        names.add(s.targets[0].id)
+    assigned = {t.id for s in stmt.orelse if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
+    return bool(names) and names <= assigned
+
+
 def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[list | None, str]:
     """``use_cuda = ... torch.cuda.is_available()``: what every use of ``use_cuda`` decides."""
     scope = ctx.enclosing_function(assign) or ctx.tree
@@ -157,47 +177,6 @@ def _message(ctx, node) -> bool:
     call = ctx.parent(node)
     func = call.func if isinstance(call, ast.Call) and node in call.args else None
     return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) in SAYING
-
-
-OTHER_DEVICES = re.compile(r"(?<![a-z])(xpu|npu|mps|hpu|mlu|musa|sdaa|neuron[a-z]*|tpu|xla|privateuse1)(?![a-z])",
-                            re.IGNORECASE)
-_DEVICE_NAME = re.compile(r"(cpu|cuda|mps|xpu|npu|hpu|mlu|musa|neuron|xla|meta)(:\d+)?")
-
-
-def picks_a_device(ctx, body) -> bool:
-    """``device = torch.device("mps")`` / ``device = "mps"``: a branch that only names its device,
-    which the current accelerator names just as well (the same device on that machine)."""
-    for stmt in body:
-        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
-        if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.device" and len(value.args) == 1:
-            value = value.args[0]
-        if not (isinstance(value, ast.Constant) and isinstance(value.value, str)
-                and _DEVICE_NAME.fullmatch(value.value)):
-            return False
-    return bool(body)
-
-
-def later_device_branch(ctx, call) -> int:
-    """The line of a later ``elif`` of the chain whose test ``call`` is in that tests another
-    device and does more than name it (accelerate's ``elif is_xpu_available(): ... MULTI_XPU``,
-    and its Neuron branch after it), or 0: a device-agnostic test here would take
-    that branch's place."""
-    node = call
-    for p in ctx.ancestors(call):
-        if isinstance(p, ast.If):
-            if p.test is not node and not (isinstance(p.test, ast.BoolOp) and any(v is node for v in p.test.values)):
-                return 0
-            arm = p
-            while len(arm.orelse) == 1 and isinstance(arm.orelse[0], ast.If):
-                arm = arm.orelse[0]
-                tests = [ctx.segment(n.func) for n in ast.walk(arm.test) if isinstance(n, ast.Call)]
-                if any(("available" in t or "installed" in t) and OTHER_DEVICES.search(t) for t in tests) and not picks_a_device(ctx, arm.body):
-                    return arm.lineno
-            return 0
-        if not isinstance(p, (ast.BoolOp, ast.UnaryOp)):
-            return 0
-        node = p
-    return 0
 
 
 def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[list | None, str]:

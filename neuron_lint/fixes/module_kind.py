@@ -83,7 +83,8 @@ def package_depth(path: str, test_file: bool) -> int:
     ``__init__.py`` holds no code (none in the folder above either: detectron2's ``tools/``,
     diffusers' ``scripts/``, whose modules are still run as scripts), 2 in a subpackage or in a
     top-level package whose ``__init__.py`` imports or defines something (an importable library:
-    denoising_diffusion_pytorch, whose modules end in a ``__main__`` demo). ``__main__.py`` and
+    denoising_diffusion_pytorch, whose modules end in a ``__main__`` demo), or in a package that sits
+    in namespace folders below the project's root (``ldm/modules/encoders/``). ``__main__.py`` and
     test modules count 0. A module at depth 2 is imported by its package, so it is a library
     module whatever it does at module level (a registration loop: diffusers'
     ``pipelines/pipeline_utils.py``) and even with a ``__main__`` guard (detectron2's
@@ -99,9 +100,17 @@ def package_depth(path: str, test_file: bool) -> int:
             # imported as one (`lavis.datasets.data_utils`, `fastchat.train.llama2_flash_attn_monkey_patch`)
             parent = os.path.join(os.path.dirname(folder), "__init__.py")
             return 2 if os.path.isfile(parent) and _has_code(parent) else 0
-        if os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
+        parent = os.path.dirname(folder)
+        if os.path.isfile(os.path.join(parent, "__init__.py")) or _has_code(os.path.join(folder, "__init__.py")):
             return 2
-        return 2 if _has_code(os.path.join(folder, "__init__.py")) else 1
+        # a package inside folders without `__init__.py` below the project's root is imported by its
+        # dotted path through namespace packages (stable-dreamfusion's `ldm.modules.encoders.modules`,
+        # named in configs); a folder of scripts sits right under the root (`tools/`, `scripts/`)
+        from .project_scan import project_root
+
+        root = project_root(path)
+        return 2 if root and os.path.dirname(parent) != parent and parent != root \
+            and parent.startswith(root + os.sep) else 1
     except (OSError, ValueError):
         return 0
 
@@ -141,7 +150,9 @@ def picks_visible_devices(ctx) -> bool:
     return found
 
 
-_IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+|\.+)[ \t]+import[ \t]+([\w, \t]+)|import[ \t]+([\w., \t]+))", re.MULTILINE)
+# `from src.helper import (` names its module too: the names in brackets may go on below
+_IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+|\.+)[ \t]+import[ \t]+\(?[ \t]*([\w, \t]*)|import[ \t]+([\w., \t]+))",
+                      re.MULTILINE)
 
 
 def imported_by_the_project(path: str) -> bool:

@@ -32,13 +32,57 @@ def _built_by(root: str) -> str:
     found = _BUILDS.search(_read(os.path.join(root, "setup.py")))
     if found:
         return f"`{found.group(1).decode()}` in setup.py"
-    # a setup.py below the root builds a vendored library (jukebox's copy of apex), not what the project runs
+    for file, source in _compiling_modules(root).items():
+        name = os.path.relpath(file, root).replace(os.sep, "/")
+        return f"`{source}` compiled by `cpp_extension` in {name}"
+    return ""
+
+
+@functools.lru_cache(maxsize=64)
+def _compiling_modules(root: str) -> dict[str, str]:
+    """The project's modules that compile CUDA sources with ``cpp_extension`` when imported (their
+    absolute paths), each with the first ``.cu`` file it names. A setup.py below the root builds a
+    vendored library (jukebox's copy of apex), not what the project runs; test modules do not count."""
+    found = {}
     for file, data in python_files(root, lambda parts, name: name != "setup.py"
                                    and not is_test_path(os.path.join(*parts, name))):
         source = _cuda_source(data) if _JIT.search(data) and _CUDA_SOURCE.search(data) else ""
         if source:
-            name = os.path.relpath(file, root).replace(os.sep, "/")
-            return f"`{source}` compiled by `cpp_extension` in {name}"
+            found[os.path.abspath(file)] = source
+    return found
+
+
+def kernel_wrapper(ctx) -> str:
+    """The project's module compiling CUDA sources (:func:`_compiling_modules`) that this module
+    imports from, anywhere in it, as the note names it, or ``""``. stable-dreamfusion's
+    ``freqencoder/freq.py`` does ``from .backend import _backend`` and moves its inputs with
+    ``if not x.is_cuda: x = x.cuda()`` right before the kernel: its CUDA code is the kernels' glue."""
+    root = project_root(ctx.path) if ctx.path else None
+    compiling = _compiling_modules(root) if root else {}
+    if not compiling:
+        return ""
+    here = os.path.abspath(ctx.path)
+    if here in compiling:
+        return f"its own `{compiling[here]}`"
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.ImportFrom):
+            base = os.path.dirname(here)
+            for _ in range(node.level - 1):
+                base = os.path.dirname(base)
+            if not node.level:
+                base = root
+            parts = node.module.split(".") if node.module else []
+            names = [parts] + [parts + [a.name] for a in node.names]
+        elif isinstance(node, ast.Import):
+            base, names = root, [a.name.split(".") for a in node.names]
+        else:
+            continue
+        for name in names:
+            stem = os.path.join(base, *name) if name else base
+            for file in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if file in compiling:
+                    shown = os.path.relpath(file, root).replace(os.sep, "/")
+                    return f"`{compiling[file]}`, compiled by {shown}"
     return ""
 
 

@@ -1,4 +1,5 @@
-"""Comment lines above a statement a fix removes stay in the file.
+"""Comment lines above a statement a fix removes stay in the file (and so does a blank line that
+parted it from the statement before, where the next statement has none).
 
 A removed import or call can carry the comment lines written above it; LibCST drops a removed
 statement whole, with its ``leading_lines``. Here they move to the next statement of the same
@@ -18,19 +19,33 @@ def comments_above(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
     return list(lines) if any(line.comment is not None for line in lines) else []
 
 
+def _blank_above(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The blank lines above ``stmt`` when there are only blank lines there (a paragraph break)."""
+    lines = list(getattr(stmt, "leading_lines", ()))
+    return lines if lines and all(line.comment is None for line in lines) else []
+
+
 def body_keeping_comments(pieces) -> tuple[list, list[cst.EmptyLine]]:
     """``pieces``: each statement of a block with what replaces it (an empty list: removed). The
-    new body, and the comment lines of removed statements left at its end."""
+    new body, and the comment lines of removed statements left at its end. The blank lines above a
+    removed statement go to the next one when it has none of its own, so two groups of statements
+    stay apart (``from torch.cuda.amp import ...`` removed between the third-party and the local
+    imports: the next import does not join the group above)."""
     body: list = []
     carry: list[cst.EmptyLine] = []
+    blank: list[cst.EmptyLine] = []
     for old, new in pieces:
         if not new:
             carry.extend(comments_above(old))
+            blank = blank or _blank_above(old)
             continue
+        first = new[0]
         if carry:
-            first = new[0]
-            new = [first.with_changes(leading_lines=[*carry, *first.leading_lines]), *new[1:]]
-            carry = []
+            first = first.with_changes(leading_lines=[*carry, *first.leading_lines])
+        elif blank and not first.leading_lines and body:
+            first = first.with_changes(leading_lines=blank)
+        new = [first, *new[1:]]
+        carry, blank = [], []
         body.extend(new)
     return body, carry
 
@@ -61,7 +76,8 @@ def keep_comments(original, updated, removed: set[int]):
             or not isinstance(updated, type(original)):
         return updated
     gone = [stmt for stmt in original.body if id(stmt) in removed]
-    if not any(comments_above(stmt) for stmt in gone) or len(original.body) - len(gone) != len(updated.body):
+    if not any(comments_above(stmt) or _blank_above(stmt) for stmt in gone) \
+            or len(original.body) - len(gone) != len(updated.body):
         return updated
     rest = iter(updated.body)
     pieces = [(stmt, [] if id(stmt) in removed else [next(rest)]) for stmt in original.body]

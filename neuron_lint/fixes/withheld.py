@@ -14,7 +14,9 @@
   from a class of a CUDA-only library (``bnb.nn.Linear8bitLt``), a function named
   for TensorRT (``run_model_tensorrt``), or in a class's own
   ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
-- a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top;
+- a ``.cuda()`` in a module that uses bitsandbytes (its parameters quantize in their own ``cuda()``);
+- a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top, or the project's
+  module that compiles CUDA sources (the glue of its own kernels: :func:`.own_extension.kernel_wrapper`);
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
 - a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
@@ -26,8 +28,9 @@ from __future__ import annotations
 
 import ast
 
+from .device_dispatch import dispatch_branch
 from .module_kind import is_str, is_test_path, top_imports
-from .own_extension import operator_library, own_extension
+from .own_extension import kernel_wrapper, operator_library, own_extension
 
 
 def withheld(ctx, hit, node: ast.AST) -> str:
@@ -67,7 +70,20 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the module imports `{runtime}`, which runs on CUDA GPUs only, so its device "
                 "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
                 "break on CUDA or do nothing elsewhere. Give Trainium its own path")
+    if hit.rule.code == "NRN201" and uses_bitsandbytes(ctx):
+        return ("not rewritten: the module uses bitsandbytes, whose quantized parameters quantize when moved with "
+                "`cuda()`, while `.to(device)` quantizes only weights coming from the CPU; rewritten, a model "
+                "already on the GPU would stay unquantized. Keep `.cuda()` for GPU runs")
+    kernels = hit.rule.category == "cuda-specific" and kernel_wrapper(ctx)
+    if kernels:
+        return (f"not rewritten: the module hands tensors to the project's own compiled CUDA operators ({kernels}), "
+                "which take CUDA tensors only; its CUDA code feeds them, and rewritten, it would send neuron "
+                "tensors into a CUDA kernel. Give Trainium its own implementation of the operator")
     branch = hit.rule.category == "cuda-specific" and dispatch_branch(ctx, node)
+    if branch and branch[1].lower().startswith("neuron"):
+        return (f"not rewritten: it is the CUDA branch of a choice between devices whose branch on line {branch[0]} "
+                "is Trainium's own, so `torch.cuda` is exactly right here; rewritten, it would only probe the "
+                "device again (initialising CUDA where the original did not) or break another device's branch")
     if branch:
         return (f"not rewritten: it is the CUDA branch of a choice between devices (line {branch[0]} handles "
                 f"`{branch[1]}` its own way), where `torch.cuda` is exactly right; give Trainium a branch of its "
@@ -236,6 +252,7 @@ def cuda_class(ctx, node: ast.AST) -> str:
 #: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
 #: apex too: a module that imports it unconditionally is apex's own code or tests (its fused CUDA kernels).
 _CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
+                            "transformer_engine",
                             "cuda", "apex"})
 
 
@@ -268,27 +285,14 @@ def cuda_runtime(ctx) -> str:
     return next((n for n in top_imports(ctx) if n.split(".")[0] in _CUDA_RUNTIMES), "")
 
 
-def dispatch_branch(ctx, node: ast.AST):
-    """``(line, device)`` when ``node`` is in the body of an ``if`` whose CUDA availability test
-    stays because a later ``elif`` handles another device with more than its name (trl's ``if
-    torch.cuda.is_available(): devices = [torch.cuda.get_device_name(i) ...]`` / ``elif
-    torch.xpu.is_available(): ... torch.xpu...``; see :func:`.guards.decided_region`), else None:
-    rewritten alone, the body would be churn under a test that still asks for CUDA."""
-    from .guards import OTHER_DEVICES, later_device_branch
-
-    child = node
-    for p in ctx.ancestors(node):
-        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return None
-        if isinstance(p, ast.If) and any(child is s for s in p.body):
-            test = p.test
-            if isinstance(test, ast.Call) and ctx.qualname(test.func) == "torch.cuda.is_available":
-                line = later_device_branch(ctx, test)
-                if line:
-                    arm = next(a for a in ast.walk(p) if isinstance(a, ast.If) and a.lineno == line)
-                    return line, OTHER_DEVICES.search(ctx.segment(arm.test)).group(1)
-        child = p
-    return None
+def uses_bitsandbytes(ctx) -> bool:
+    """Does the module import bitsandbytes anywhere (accelerate's ``utils/bnb.py`` imports it inside
+    its functions, as importing it initialises the device)?"""
+    if "bitsandbytes" not in ctx.text:
+        return False
+    return any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "bitsandbytes" for a in n.names)
+               or isinstance(n, ast.ImportFrom) and not n.level and (n.module or "").split(".")[0] == "bitsandbytes"
+               for n in ast.walk(ctx.tree))
 
 
 def cuda_test(ctx, node: ast.AST) -> str:
