@@ -177,6 +177,10 @@ def rewrite_default(rx, original, updated, data):
     first = body[0] if body else None
     at = 1 if (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1
                and isinstance(first.body[0], cst.Expr) and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))) else 0
+    # after the function's `global`/`nonlocal` statements, which a maintainer keeps first
+    while at < len(body) and isinstance(body[at], cst.SimpleStatementLine) and all(
+            isinstance(small, (cst.Global, cst.Nonlocal)) for small in body[at].body):
+        at += 1
     body.insert(at, check)
     return updated.with_changes(params=updated.params.with_changes(**{field: params}),
                                 body=updated.body.with_changes(body=body))

@@ -37,7 +37,9 @@ GENERIC_SKIP_WORDS = re.compile(
 #: ... and what an error raised without CUDA may add and still mean only that.
 _GENERIC_ERROR_WORDS = re.compile(
     r"\b(script|program|code|example|demo|model|training|train|inference|please|must|be|can|cannot|t|use|"
-    r"using|on|for|you|your|need|it|at|least|one|supported|support|enabled?|error|sorry|we|only|runs?)\b")
+    r"using|on|for|you|your|need|it|at|least|one|supported|support|enabled?|error|sorry|we|only|runs?|"
+    # what Trainium has as well: "for now i think we need CUDA for DDP" (build-nanogpt)
+    r"now|i|think|ddp|distributed|data|parallel)\b")
 
 
 def raised_reason(ctx, guard) -> str:

@@ -64,7 +64,10 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
                 rest += block[i + 1:]
             return region + rest, ""
         elif isinstance(parent, ast.IfExp) and parent.test is child:
-            return region + [parent.orelse if negated else parent.body], ""
+            if not all(isinstance(v, ast.Constant) and not isinstance(v.value, str) for v in (parent.body, parent.orelse)):
+                return region + [parent.orelse if negated else parent.body], ""
+            # `half = True if torch.cuda.is_available() else False`: a flag, decided where it is used
+            region += [parent.orelse if negated else parent.body]
         elif isinstance(parent, ast.Assert):
             if checks_requested_cuda(ctx, parent):
                 return None, ("it checks that the CUDA device the caller asked for is there, which is the right "
@@ -75,6 +78,11 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
         elif _message(ctx, child) or (isinstance(parent, ast.FormattedValue) and _message(ctx, ctx.parent(parent))):
             return region, ""  # jukebox's `print(f'Using cuda {use_cuda}')`: said, not decided
         elif isinstance(parent, ast.keyword) and isinstance(ctx.parent(parent), ast.Call):
+            library = _library_call(ctx, ctx.parent(parent))
+            if library:
+                return None, (f"its value goes to `{library}`, another library's code, given no device: it picks "
+                              "its device itself (most often with its own CUDA test), so on Trainium it may run on "
+                              "the CPU with the settings meant for the GPU; pass it the device too, or keep the test")
             return region + [ctx.parent(parent)], ""  # `autocast(..., enabled=<test>)`: the call is decided
         elif (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range"
               and isinstance(ctx.parent(parent), (ast.For, ast.AsyncFor)) and ctx.parent(parent).iter is parent):
@@ -94,6 +102,21 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
             return None, "neuron-lint cannot see what its value decides"
         child, parent = parent, ctx.parent(parent)
     return None, "neuron-lint cannot see what its value decides"
+
+
+def _library_call(ctx, call: ast.Call) -> str:
+    """The name of ``call`` when it calls another library than torch or the project (GFPGAN's
+    ``RealESRGANer(..., half=half)``, with ``half = True if torch.cuda.is_available() else False``)
+    and passes it no device, else ``""``."""
+    from .first_party import is_first_party
+
+    name = ctx.qualname(call.func) or ""
+    module = name.rpartition(".")[0]
+    if not module or module.split(".")[0] in ("torch", "builtins") or is_first_party(module):
+        return ""
+    if any("device" in (k.arg or "") for k in call.keywords):
+        return ""
+    return name.rpartition(".")[2]
 
 
 def _only_stops(body) -> bool:
@@ -132,11 +155,17 @@ def _picks_the_cpu(ctx, stmt: ast.If) -> bool:
 def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[list | None, str]:
     """``use_cuda = ... torch.cuda.is_available()``: what every use of ``use_cuda`` decides."""
     scope = ctx.enclosing_function(assign) or ctx.tree
-    uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    # `log_timings = log_timings and torch.cuda.is_available()` (jepa's gpu_timer): the name read on
+    # the right is the value before the test, which decides nothing here
+    own = {id(n) for n in ast.walk(assign.value)}
+    uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+            and id(n) not in own]
     if ctx.bound.get(name, 0) != 1 and scope is ctx.tree:
         return None, f"`{name}` is bound more than once; neuron-lint cannot see what it decides"
     for use in uses:
         more, why = _region_nodes(ctx, use, depth=1)
+        if more is None and why.startswith("its value goes to"):
+            return None, f"`{name}` (line {use.lineno}): {why}"
         if more is None:
             return None, f"`{name}` is used where neuron-lint cannot see what it decides (line {use.lineno})"
         region += more
