@@ -926,18 +926,19 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     assert "def _current_device():" in fix_all(src, str(lib / "data" / "utils.py"))
     (tools / "extra").mkdir()
     assert "DEVICE = (" in fix_all(src, str(tools / "extra" / "train_more.py"))
-    # a package in folders without __init__.py below the project's root is imported by its dotted
-    # path (stable-dreamfusion's ldm/modules/encoders/modules.py, named in its configs); right under
-    # the root it is still a folder of scripts
+    # a module a YAML config names by dotted path is imported (stable-dreamfusion's
+    # ldm/modules/encoders/modules.py: `target: ldm.modules.encoders.modules.FrozenCLIPEmbedder`,
+    # instantiated with importlib); one no config names stays a script
     project = tmp_path / "dreamfusion"
     encoders = project / "ldm" / "modules" / "encoders"
     encoders.mkdir(parents=True)
     (project / "setup.py").write_text("")
     (encoders / "__init__.py").write_text("")
+    (project / "configs").mkdir()
+    (project / "configs" / "zero123.yaml").write_text(
+        "model:\n  params:\n    cond_stage_config:\n      target: ldm.modules.encoders.modules.FrozenCLIPEmbedder\n")
     assert "def _current_device():" in fix_all(src, str(encoders / "modules.py"))
-    (project / "tools").mkdir()
-    (project / "tools" / "__init__.py").write_text("")
-    assert "DEVICE = (" in fix_all(src, str(project / "tools" / "train_net.py"))
+    assert "DEVICE = (" in fix_all(src, str(encoders / "demo.py"))
 
 
 def test_a_script_another_module_imports_is_a_library_module(tmp_path):

@@ -39,7 +39,8 @@ _GENERIC_ERROR_WORDS = re.compile(
     r"\b(script|program|code|example|demo|model|training|train|inference|please|must|be|can|cannot|t|use|"
     r"using|on|for|you|your|need|it|at|least|one|supported|support|enabled?|error|sorry|we|only|runs?|"
     # what Trainium has as well: "for now i think we need CUDA for DDP" (build-nanogpt)
-    r"now|i|think|ddp|distributed|data|parallel)\b")
+    r"now|i|think|ddp|distributed|data|parallel|currently|yet|still|so|far|moment|make|sure|have|has|do|does|"
+    r"should|will|would|working|works?|properly|correctly|system|environment|process|rank|node)\b")
 
 
 def raised_reason(ctx, guard) -> str:

@@ -83,8 +83,7 @@ def package_depth(path: str, test_file: bool) -> int:
     ``__init__.py`` holds no code (none in the folder above either: detectron2's ``tools/``,
     diffusers' ``scripts/``, whose modules are still run as scripts), 2 in a subpackage or in a
     top-level package whose ``__init__.py`` imports or defines something (an importable library:
-    denoising_diffusion_pytorch, whose modules end in a ``__main__`` demo), or in a package that sits
-    in namespace folders below the project's root (``ldm/modules/encoders/``). ``__main__.py`` and
+    denoising_diffusion_pytorch, whose modules end in a ``__main__`` demo). ``__main__.py`` and
     test modules count 0. A module at depth 2 is imported by its package, so it is a library
     module whatever it does at module level (a registration loop: diffusers'
     ``pipelines/pipeline_utils.py``) and even with a ``__main__`` guard (detectron2's
@@ -100,17 +99,9 @@ def package_depth(path: str, test_file: bool) -> int:
             # imported as one (`lavis.datasets.data_utils`, `fastchat.train.llama2_flash_attn_monkey_patch`)
             parent = os.path.join(os.path.dirname(folder), "__init__.py")
             return 2 if os.path.isfile(parent) and _has_code(parent) else 0
-        parent = os.path.dirname(folder)
-        if os.path.isfile(os.path.join(parent, "__init__.py")) or _has_code(os.path.join(folder, "__init__.py")):
+        if os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
             return 2
-        # a package inside folders without `__init__.py` below the project's root is imported by its
-        # dotted path through namespace packages (stable-dreamfusion's `ldm.modules.encoders.modules`,
-        # named in configs); a folder of scripts sits right under the root (`tools/`, `scripts/`)
-        from .project_scan import project_root
-
-        root = project_root(path)
-        return 2 if root and os.path.dirname(parent) != parent and parent != root \
-            and parent.startswith(root + os.sep) else 1
+        return 2 if _has_code(os.path.join(folder, "__init__.py")) else 1
     except (OSError, ValueError):
         return 0
 
@@ -150,6 +141,7 @@ def picks_visible_devices(ctx) -> bool:
     return found
 
 
+_TARGETS = re.compile(rb"^[ \t-]*(?:target|_target_|class_path)[ \t]*:[ \t]*['\"]?([A-Za-z_][\w.]+)", re.MULTILINE)
 # `from src.helper import (` names its module too: the names in brackets may go on below
 _IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+|\.+)[ \t]+import[ \t]+\(?[ \t]*([\w, \t]*)|import[ \t]+([\w., \t]+))",
                       re.MULTILINE)
@@ -158,7 +150,8 @@ _IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+|\.+)[ \t]+import[ \t]+\(?[ 
 def imported_by_the_project(path: str) -> bool:
     """Does another module of the project around ``path`` import it by its name: a module of its
     own folder, any module when it sits at the project's root (``import generate``, ``from generate
-    import ...``, ``from . import generate``), or any by its dotted path from the root? In a
+    import ...``, ``from . import generate``), or any by its dotted path from the root (a YAML config's
+    ``target:`` too)? In a
     monorepo of examples another folder's ``train.py`` is another module."""
     from .project_scan import project_root
 
@@ -180,9 +173,16 @@ def imported_by_the_project(path: str) -> bool:
 def _imported_names(root: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """The last part of every module name the project's modules (not its tests) import, and the
     names of ``from . import ...``, each with the files that import it and the dotted name written."""
-    from .project_scan import python_files
+    from .project_scan import project_files, python_files
 
     found: dict[str, list[tuple[str, str]]] = {}
+    # a config naming a class by its dotted path (`target: ldm.modules.encoders.modules.FrozenCLIPEmbedder`,
+    # instantiated with importlib: latent-diffusion and the projects built on it) imports its module
+    for file, data in project_files(root, (".yaml", ".yml")):
+        for m in _TARGETS.finditer(data):
+            dotted = m.group(1).decode("ascii", "replace").rpartition(".")[0]
+            if "." in dotted:
+                found.setdefault(dotted.rsplit(".", 1)[-1], []).append((file, dotted))
     for file, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
         for m in _IMPORTS.finditer(data):
             module, names, plain = m.group(1), m.group(2), m.group(3)

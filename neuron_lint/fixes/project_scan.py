@@ -38,12 +38,19 @@ def python_files(root: str, wanted: Callable[[tuple[str, ...], str], bool] | Non
                  ) -> Iterator[tuple[str, bytes]]:
     """``(path, bytes)`` of the ``.py`` files under ``root`` (for which ``wanted(folder parts
     relative to root, name)`` holds), in a fixed order; unreadable ones are passed over."""
+    return project_files(root, (".py",), wanted)
+
+
+def project_files(root: str, suffixes: tuple[str, ...], wanted: Callable[[tuple[str, ...], str], bool] | None = None,
+                  ) -> Iterator[tuple[str, bytes]]:
+    """``(path, bytes)`` of the files under ``root`` whose names end in one of ``suffixes``, as
+    :func:`python_files` reads them."""
     seen = 0
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED and "venv" not in d)
         parts = tuple(os.path.relpath(folder, root).split(os.sep))
         for name in sorted(files):
-            if not name.endswith(".py") or (wanted is not None and not wanted(parts, name)):
+            if not name.endswith(suffixes) or (wanted is not None and not wanted(parts, name)):
                 continue
             seen += 1
             if seen > MAX_FILES:
