@@ -10,7 +10,6 @@ import ast
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -66,19 +65,15 @@ def test_safe_fixes_alone_keep_what_needs_a_person():
     assert 'os.environ["XLA_USE_BF16"]' in fixed  # deleting it changes precision: unsafe
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run(script: Path, workdir: Path, with_fake_xla: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PJRT_", "XLA_", "TORCHELASTIC_"))}
     env["PYTHONPATH"] = str(FAKE_XLA) if with_fake_xla else ""
     env["OMP_NUM_THREADS"] = "1"
     out = workdir / "losses.json"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}",
-           "--master_addr=127.0.0.1", str(script), "--out", str(out), "--checkpoint", str(workdir / "model.pt")]
+    # --standalone: the rendezvous store binds a free port itself (a port picked here first could be
+    # taken by another test's processes before torchrun binds it)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           str(script), "--out", str(out), "--checkpoint", str(workdir / "model.pt")]
     proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {"losses": json.loads(out.read_text())["losses"], "stdout": proc.stdout, "stderr": proc.stderr}

@@ -133,7 +133,8 @@ def picks_visible_devices(ctx) -> bool:
     (``--device 1`` ran on GPU 0). Asked once per module (the answer is kept on ``ctx``)."""
     found = ctx.__dict__.get("_nrn_visible_devices")
     if found is None:
-        found = any(
+        # most modules name neither: the text says so without a walk of the tree
+        found = ("_VISIBLE_DEVICES" in ctx.text or "select_device" in ctx.text) and any(
             (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("_VISIBLE_DEVICES"))
             or (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "select_device")
             for n in ast.walk(ctx.tree))
