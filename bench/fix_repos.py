@@ -12,14 +12,14 @@ It measures:
   --exit-zero [--select S] .`` (cwd = the copy), counted per code; fixed % is
   (before - after) / before, so findings a fix introduces count against it;
 * for every ``.py`` file, before and after: whether it compiles (``compile()`` in this
-  process, on the file's bytes), whether ``ruff check --isolated --select E501,I001
+  process, on the file's bytes), whether ``ruff check --isolated --select E501,I001,F821
   --line-length N`` passes, and whether ``ruff format --check --isolated --line-length N`` passes,
   N being the project's line length as neuron-lint reads it (ruff's or black's ``line-length``,
   else flake8's or isort's, else 88: the limit the fixes keep to) (ruff is
   run in batches over explicit file lists, so its default excludes do not hide files);
 * files changed (bytes differ from the original), files that compiled before and do not
-  now (with the error), changed files that passed ruff E501/I001 or ruff format before and
-  fail now (with the new codes), and changed files that already failed E501/I001 and now
+  now (with the error), changed files that passed ruff E501/I001/F821 or ruff format before and
+  fail now (with the new codes), and changed files that already failed E501/I001/F821 and now
   have more violations;
 * idempotence: ``neuron-lint fix --diff`` run again on the fixed copy must exit 0 with
   empty output; the files it would still change are listed;
@@ -51,7 +51,7 @@ import time
 import warnings
 from pathlib import Path
 
-RUFF_CHECK = ["check", "--isolated", "--select", "E501,I001", "--no-cache"]
+RUFF_CHECK = ["check", "--isolated", "--select", "E501,I001,F821", "--no-cache"]  # F821: a fix naming what the module never binds
 RUFF_FORMAT = ["format", "--check", "--isolated", "--no-cache"]
 
 
@@ -202,7 +202,7 @@ def chunks(names: list[str]):
 def ruff_check(
     ruff: str, root: Path, names: list[str], timeout: float
 ) -> dict[str, collections.Counter]:
-    """File -> Counter of E501/I001 (and invalid-syntax) diagnostics; absent = passes."""
+    """File -> Counter of E501/I001/F821 (and invalid-syntax) diagnostics; absent = passes."""
     result: dict[str, collections.Counter] = {}
     for batch in chunks(names):
         cmd = [ruff, *RUFF_CHECK, "--line-length", str(project_line_length(root)), "--exit-zero",
@@ -453,8 +453,8 @@ def table(results: list[dict]) -> str:
         "files changed (safe / unsafe)",
         "newly non-compiling",
         "second-run changes",
-        "newly failing E501/I001",
-        "E501/I001 worse (already failing)",
+        "newly failing E501/I001/F821",
+        "E501/I001/F821 worse (already failing)",
         "newly failing ruff format",
         "time (s)",
     ]

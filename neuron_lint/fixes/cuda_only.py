@@ -207,3 +207,13 @@ def cuda_only_node(ctx, n: ast.AST) -> str:
         # TorchNeuron compiles through its own backend, not Inductor (torchtitan test_compile_moe.py)
         return f"`backend=\"inductor\"` (Inductor does not compile for the neuron device) on line {n.value.lineno}"
     return ""
+
+
+def uses_bitsandbytes(ctx) -> bool:
+    """Does the module import bitsandbytes anywhere (accelerate's ``utils/bnb.py`` imports it inside
+    its functions, as importing it initialises the device)?"""
+    if "bitsandbytes" not in ctx.text:
+        return False
+    return any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "bitsandbytes" for a in n.names)
+               or isinstance(n, ast.ImportFrom) and not n.level and (n.module or "").split(".")[0] == "bitsandbytes"
+               for n in ast.walk(ctx.tree))

@@ -111,12 +111,10 @@ def _read(path: str) -> bytes:
 
 #: Libraries whose operators have a CPU and a CUDA kernel only (or accept only those devices):
 #: TorchRec (compute devices cpu/cuda/mtia), FBGEMM-GPU, PyG's extension packages, sparse
-#: convolutions, pytorch3d, mmcv's ops, bitsandbytes.
+#: convolutions, pytorch3d, mmcv's ops. (A module using bitsandbytes gets no CUDA rewrite at all:
+#: :func:`.withheld.uses_bitsandbytes`.)
 _CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torch_sparse", "torch_cluster",
-                                 "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops",
-                                 # qlora: 4- and 8-bit loading quantizes with CUDA kernels (CPU and XPU in
-                                 # recent releases), never on the neuron device
-                                 "bitsandbytes"})
+                                 "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops"})
 
 
 def operator_library(ctx) -> str:

@@ -49,9 +49,12 @@ _HELPER = '''def {helper}():
 
 
 def torch_alias(tree: cst.Module) -> str:
-    """The name the module binds to ``torch`` at module level (also under ``if``/``try``), or ""."""
+    """The name the module binds to ``torch`` at module level (also under ``if``/``try``), or "".
+    An ``import torch`` in the ``__main__`` block binds nothing when the module is imported (Latte's
+    ``models/clip.py``, which otherwise has only ``import torch.nn as nn``)."""
     found = ""
-    for stmt in _module_level_statements(tree.body):
+    body = [s for s in tree.body if not (isinstance(s, cst.If) and _is_main_guard(s))]
+    for stmt in _module_level_statements(body):
         for small in getattr(stmt, "body", ()):
             if isinstance(small, cst.Import):
                 for alias in small.names:

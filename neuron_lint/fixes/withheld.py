@@ -14,7 +14,8 @@
   from a class of a CUDA-only library (``bnb.nn.Linear8bitLt``), a function named
   for TensorRT (``run_model_tensorrt``), or in a class's own
   ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
-- a ``.cuda()`` in a module that uses bitsandbytes (its parameters quantize in their own ``cuda()``);
+- a module that uses bitsandbytes (its kernels are CUDA's; its parameters quantize in their own ``cuda()``);
+- an assignment to a ``torch.cuda`` attribute (a monkey patch: ``torch.cuda.stream = torch.xpu.stream``);
 - a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top, or the project's
   module that compiles CUDA sources (the glue of its own kernels: :func:`.own_extension.kernel_wrapper`);
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import ast
 
+from .cuda_only import uses_bitsandbytes
 from .device_dispatch import dispatch_branch
 from .module_kind import is_str, is_test_path, top_imports
 from .own_extension import kernel_wrapper, operator_library, own_extension
@@ -47,6 +49,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return ("not rewritten: the module imports from torch only when torch is available (under `try`/`if`) "
                 "and binds no `torch`; the fix would need an `import torch` at the top, and the module would "
                 "then fail to import without torch")
+    patched = replaced_cuda_api(ctx, node)
+    if patched:
+        return (f"not rewritten: it assigns to `{patched}`, replacing CUDA's own function (a monkey patch, such as "
+                "sd-scripts' IPEX support that sends CUDA calls to XPU); rewritten, it would replace another "
+                "device's function, or `torch.accelerator`'s, for the whole process")
     older = older_torch_branch(ctx, node)
     if older is not None and _asks_for_accelerator(ctx, older.test):
         return (f"not rewritten: it is the fallback for a PyTorch without `torch.accelerator` (the test on "
@@ -70,24 +77,19 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the module imports `{runtime}`, which runs on CUDA GPUs only, so its device "
                 "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
                 "break on CUDA or do nothing elsewhere. Give Trainium its own path")
-    if hit.rule.code == "NRN201" and uses_bitsandbytes(ctx):
-        return ("not rewritten: the module uses bitsandbytes, whose quantized parameters quantize when moved with "
-                "`cuda()`, while `.to(device)` quantizes only weights coming from the CPU; rewritten, a model "
-                "already on the GPU would stay unquantized. Keep `.cuda()` for GPU runs")
+    if hit.rule.category == "cuda-specific" and uses_bitsandbytes(ctx):
+        return ("not rewritten: the module uses bitsandbytes, whose kernels and 8-bit optimizers run on CUDA and "
+                "whose quantized parameters quantize when moved with `cuda()` (`.to(device)` does so only for "
+                "weights coming from the CPU); rewritten, its CUDA code would be half converted, and a model "
+                "already on the GPU would stay unquantized. Keep it for GPU runs; give Trainium its own path")
     kernels = hit.rule.category == "cuda-specific" and kernel_wrapper(ctx)
     if kernels:
         return (f"not rewritten: the module hands tensors to the project's own compiled CUDA operators ({kernels}), "
                 "which take CUDA tensors only; its CUDA code feeds them, and rewritten, it would send neuron "
                 "tensors into a CUDA kernel. Give Trainium its own implementation of the operator")
     branch = hit.rule.category == "cuda-specific" and dispatch_branch(ctx, node)
-    if branch and branch[1].lower().startswith("neuron"):
-        return (f"not rewritten: it is the CUDA branch of a choice between devices whose branch on line {branch[0]} "
-                "is Trainium's own, so `torch.cuda` is exactly right here; rewritten, it would only probe the "
-                "device again (initialising CUDA where the original did not) or break another device's branch")
     if branch:
-        return (f"not rewritten: it is the CUDA branch of a choice between devices (line {branch[0]} handles "
-                f"`{branch[1]}` its own way), where `torch.cuda` is exactly right; give Trainium a branch of its "
-                "own beside it")
+        return _dispatch_note(*branch)
     named = hit.rule.category == "cuda-specific" and cuda_class(ctx, node)
     if named and "." in named:
         return (f"not rewritten: it is in `{named}`, the class's own `cuda()`, which moves its parts to CUDA "
@@ -285,14 +287,31 @@ def cuda_runtime(ctx) -> str:
     return next((n for n in top_imports(ctx) if n.split(".")[0] in _CUDA_RUNTIMES), "")
 
 
-def uses_bitsandbytes(ctx) -> bool:
-    """Does the module import bitsandbytes anywhere (accelerate's ``utils/bnb.py`` imports it inside
-    its functions, as importing it initialises the device)?"""
-    if "bitsandbytes" not in ctx.text:
-        return False
-    return any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "bitsandbytes" for a in n.names)
-               or isinstance(n, ast.ImportFrom) and not n.level and (n.module or "").split(".")[0] == "bitsandbytes"
-               for n in ast.walk(ctx.tree))
+def _dispatch_note(line: int, device: str) -> str:
+    if device.lower().startswith("neuron"):
+        return (f"not rewritten: it is the CUDA branch of a choice between devices whose branch on line {line} "
+                "is Trainium's own, so `torch.cuda` is exactly right here; rewritten, it would only probe the "
+                "device again (initialising CUDA where the original did not) or break another device's branch")
+    return (f"not rewritten: it is the CUDA branch of a choice between devices (line {line} handles "
+            f"`{device}` its own way), where `torch.cuda` is exactly right; give Trainium a branch of its "
+            "own beside it")
+
+
+def replaced_cuda_api(ctx, node: ast.AST) -> str:
+    """``torch.cuda.stream`` when ``node`` is (in) the target of an assignment to a ``torch.cuda``
+    attribute (``torch.cuda.stream = torch.xpu.stream``), else ``""``. Flags (``cudnn.benchmark =``,
+    NRN209) are settings, not replacements, and are not such targets."""
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, ast.Attribute):
+            child = p
+            continue
+        if isinstance(p, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and child in (
+                p.targets if isinstance(p, ast.Assign) else [p.target]):
+            name = ctx.qualname(child) or ""
+            return name if name.startswith("torch.cuda.") else ""
+        return ""
+    return ""
 
 
 def cuda_test(ctx, node: ast.AST) -> str:
