@@ -74,7 +74,13 @@ def _run(script: Path, workdir: Path, with_fake_xla: bool) -> dict:
     # taken by another test's processes before torchrun binds it)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            str(script), "--out", str(out), "--checkpoint", str(workdir / "model.pt")]
-    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    for _ in range(3):
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+        # torch's gloo group now and then aborts a rank as the interpreter exits, after the work is
+        # done ("terminate called without an active exception", exit -6): that run says nothing
+        # about the program, so it is run again; any other failure fails the test
+        if proc.returncode == 0 or "terminate called without an active exception" not in proc.stderr:
+            break
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {"losses": json.loads(out.read_text())["losses"], "stdout": proc.stdout, "stderr": proc.stderr}
 

@@ -64,7 +64,18 @@ def raised_reason(ctx, guard) -> str:
     if not isinstance(message, str):
         return ""
     rest = _GENERIC_ERROR_WORDS.sub(" ", GENERIC_SKIP_WORDS.sub(" ", message.lower()))
+    if isinstance(test, ast.Assert):
+        # an assertion is a script's own precondition, most often "needs a GPU" in other words
+        # ("Sampling with DDP requires at least one GPU. sample.py supports CPU-only usage"): it
+        # stays only where it names CUDA-only software
+        return message if _CUDA_ONLY_SOFTWARE.search(rest) else ""
     return message if rest.strip() else ""
+
+
+#: What an assertion may name that needs CUDA whatever the device: CUDA-only software.
+_CUDA_ONLY_SOFTWARE = re.compile(
+    r"\b(megatron|apex|bitsandbytes|xformers|flash|triton|tensorrt|nccl|cudnn|cublas|deepspeed|fused|kernels?|"
+    r"extensions?|cupy|nvml|amp|fp8|transformer engine)\b")
 
 
 def skip_reason(skip: ast.Call) -> str:
