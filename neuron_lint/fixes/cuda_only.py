@@ -209,11 +209,30 @@ def cuda_only_node(ctx, n: ast.AST) -> str:
     return ""
 
 
-def uses_bitsandbytes(ctx) -> bool:
-    """Does the module import bitsandbytes anywhere (accelerate's ``utils/bnb.py`` imports it inside
-    its functions, as importing it initialises the device)?"""
+def uses_bitsandbytes(ctx, node: ast.AST) -> bool:
+    """Is bitsandbytes what the code around ``node`` works with: imported outside a ``try`` and an
+    ``if`` (the ``__main__`` block aside) at the module's top, in the ``__main__`` block (sd-scripts'
+    debug loops), in the function holding ``node``, or anywhere in a module named for it
+    (accelerate's ``utils/bnb.py``, diffusers' ``quantizers/bitsandbytes/``, which import it in their
+    functions because importing it initialises the device)? An import under ``if args.use_8bit_adam:``
+    or ``try`` (diffusers' training scripts), or in another function of a module about something else
+    (petals' ``convert_block.py``), leaves the rest rewritable."""
+    from .module_kind import is_main_guard
+
     if "bitsandbytes" not in ctx.text:
         return False
-    return any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "bitsandbytes" for a in n.names)
-               or isinstance(n, ast.ImportFrom) and not n.level and (n.module or "").split(".")[0] == "bitsandbytes"
-               for n in ast.walk(ctx.tree))
+    path = (ctx.path or "").replace("\\", "/").lower()
+    named = "bitsandbytes" in path or "bnb" in path.rsplit("/", 1)[-1]
+    here = ctx.enclosing_function(node)
+    for n in ast.walk(ctx.tree):
+        if not (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "bitsandbytes" for a in n.names)
+                or isinstance(n, ast.ImportFrom) and not n.level
+                and (n.module or "").split(".")[0] == "bitsandbytes"):
+            continue
+        around = list(ctx.ancestors(n))
+        if any(isinstance(p, ast.Try) or isinstance(p, ast.If) and not is_main_guard(p) for p in around):
+            continue
+        function = next((p for p in around if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if function is None or named or function is here:
+            return True
+    return False

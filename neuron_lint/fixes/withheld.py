@@ -77,7 +77,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the module imports `{runtime}`, which runs on CUDA GPUs only, so its device "
                 "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
                 "break on CUDA or do nothing elsewhere. Give Trainium its own path")
-    if hit.rule.category == "cuda-specific" and uses_bitsandbytes(ctx):
+    if hit.rule.category == "cuda-specific" and uses_bitsandbytes(ctx, node):
         return ("not rewritten: the module uses bitsandbytes, whose kernels and 8-bit optimizers run on CUDA and "
                 "whose quantized parameters quantize when moved with `cuda()` (`.to(device)` does so only for "
                 "weights coming from the CPU); rewritten, its CUDA code would be half converted, and a model "
