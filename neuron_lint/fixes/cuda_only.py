@@ -217,13 +217,23 @@ def uses_bitsandbytes(ctx, node: ast.AST) -> bool:
     functions because importing it initialises the device)? An import under ``if args.use_8bit_adam:``
     or ``try`` (diffusers' training scripts), or in another function of a module about something else
     (petals' ``convert_block.py``), leaves the rest rewritable."""
-    from .module_kind import is_main_guard
-
     if "bitsandbytes" not in ctx.text:
         return False
+    imports = ctx.__dict__.get("_nrn_bnb_imports")
+    if imports is None:
+        imports = ctx.__dict__["_nrn_bnb_imports"] = _plain_bitsandbytes_imports(ctx)
     path = (ctx.path or "").replace("\\", "/").lower()
     named = "bitsandbytes" in path or "bnb" in path.rsplit("/", 1)[-1]
     here = ctx.enclosing_function(node)
+    return any(function is None or named or function is here for function in imports)
+
+
+def _plain_bitsandbytes_imports(ctx) -> list:
+    """The function holding each import of bitsandbytes outside a ``try`` and an ``if`` (the
+    ``__main__`` block aside); None for one at module level."""
+    from .module_kind import is_main_guard
+
+    found = []
     for n in ast.walk(ctx.tree):
         if not (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "bitsandbytes" for a in n.names)
                 or isinstance(n, ast.ImportFrom) and not n.level
@@ -232,7 +242,5 @@ def uses_bitsandbytes(ctx, node: ast.AST) -> bool:
         around = list(ctx.ancestors(n))
         if any(isinstance(p, ast.Try) or isinstance(p, ast.If) and not is_main_guard(p) for p in around):
             continue
-        function = next((p for p in around if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-        if function is None or named or function is here:
-            return True
-    return False
+        found.append(next((p for p in around if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None))
+    return found

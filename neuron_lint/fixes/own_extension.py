@@ -56,7 +56,15 @@ def kernel_wrapper(ctx) -> str:
     """The project's module compiling CUDA sources (:func:`_compiling_modules`) that this module
     imports from, anywhere in it, as the note names it, or ``""``. stable-dreamfusion's
     ``freqencoder/freq.py`` does ``from .backend import _backend`` and moves its inputs with
-    ``if not x.is_cuda: x = x.cuda()`` right before the kernel: its CUDA code is the kernels' glue."""
+    ``if not x.is_cuda: x = x.cuda()`` right before the kernel: its CUDA code is the kernels' glue.
+    Asked once per module (the answer is kept on ``ctx``)."""
+    found = ctx.__dict__.get("_nrn_kernel_wrapper")
+    if found is None:
+        found = ctx.__dict__["_nrn_kernel_wrapper"] = _kernel_wrapper(ctx)
+    return found
+
+
+def _kernel_wrapper(ctx) -> str:
     root = project_root(ctx.path) if ctx.path else None
     compiling = _compiling_modules(root) if root else {}
     if not compiling:
