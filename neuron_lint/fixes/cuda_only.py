@@ -56,7 +56,7 @@ def only_described(ctx, call: ast.Call) -> bool:
         return False
     name = stmt.targets[0].id
     scope = ctx.enclosing_function(stmt) or ctx.tree
-    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    reads = [n for n in ctx.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
     return bool(reads) and all(_described(ctx, n) for n in reads)
 
 
@@ -92,7 +92,7 @@ def _extension_names(ctx) -> set[str]:
     if found is None:
         found = set()
         # the loaders live in torch.utils.cpp_extension: a module that never names it binds none
-        for n in ast.walk(ctx.tree) if "cpp_extension" in ctx.text or "load_ext" in ctx.text else ():
+        for n in ctx.walk(ctx.tree) if "cpp_extension" in ctx.text or "load_ext" in ctx.text else ():
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and (
                     ctx.qualname(n.value.func) in _EXTENSION_LOADERS or dotted(n.value.func)[-1:] == ["load_ext"]):
                 found.update(t.id for t in n.targets if isinstance(t, ast.Name))
@@ -234,7 +234,7 @@ def _plain_bitsandbytes_imports(ctx) -> list:
     from .module_kind import is_main_guard
 
     found = []
-    for n in ast.walk(ctx.tree):
+    for n in ctx.walk(ctx.tree):
         if not (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "bitsandbytes" for a in n.names)
                 or isinstance(n, ast.ImportFrom) and not n.level
                 and (n.module or "").split(".")[0] == "bitsandbytes"):

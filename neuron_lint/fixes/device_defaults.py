@@ -79,7 +79,7 @@ def plan_default(ctx, hit, node):
         ctx.note(hit, f"not rewritten: `{arg.arg}` would default to None, and its annotation needs `Optional`, "
                       "which this module does not import; add the import, or pass the device in")
         return None
-    if any(isinstance(n, (ast.Global, ast.Nonlocal)) and arg.arg in n.names for n in ast.walk(fn)):
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) and arg.arg in n.names for n in ctx.walk(fn)):
         return None
     caller = _passes_none(ctx, fn, arg)
     if caller is not None:
@@ -97,7 +97,7 @@ def _passes_none(ctx, fn, arg) -> ast.Call | None:
     """A call in the module of ``fn`` (by its name, or ``self.``/``cls.`` and a name) that passes
     ``None`` for ``arg`` by keyword (pytorch3d's ``_init_random_rays(device=None)``, the CPU there),
     or None."""
-    for n in ast.walk(ctx.tree):
+    for n in ctx.walk(ctx.tree):
         if isinstance(n, ast.Call) and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == fn.name \
                 and any(k.arg == arg.arg and isinstance(k.value, ast.Constant) and k.value.value is None
                         for k in n.keywords):

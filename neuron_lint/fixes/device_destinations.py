@@ -33,7 +33,7 @@ def _parameter(ctx, node) -> tuple[ast.AST, str] | None:
 
 def _amp_call_given(ctx, scope, name: str) -> ast.Call | None:
     """The first ``GradScaler``/``autocast`` call in ``scope`` that is handed the name ``name``."""
-    for n in ast.walk(scope):
+    for n in ctx.walk(scope):
         if isinstance(n, ast.Call) and short(ctx, n.func).rsplit(".", 1)[-1] in _AMP:
             if any(isinstance(v, ast.Name) and v.id == name for v in (*n.args, *(k.value for k in n.keywords))):
                 return n
@@ -84,7 +84,7 @@ def assigned_checked_as_cuda(ctx, node) -> ast.AST | None:
     if found is None:
         return None
     scope, name = found
-    for n in ast.walk(scope):
+    for n in ctx.walk(scope):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith" \
                 and isinstance(n.func.value, ast.Name) and n.func.value.id == name and n.args and is_str(n.args[0], "cuda"):
             return n
@@ -105,7 +105,7 @@ def _attribute_compared_as_cuda(ctx, node) -> ast.Compare | None:
     if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
         return None
     cls = next((p for p in ctx.ancestors(parent) if isinstance(p, ast.ClassDef)), None)
-    for n in ast.walk(cls) if cls is not None else ():
+    for n in ctx.walk(cls) if cls is not None else ():
         if not isinstance(n, ast.Compare) or isinstance(ctx.parent(n), (ast.If, ast.IfExp, ast.While)):
             continue
         operands = [n.left, *n.comparators]
@@ -161,7 +161,7 @@ def asserted_by_test(ctx, node) -> ast.AST | None:
         return None  # a test that runs on CUDA only (lerobot's skipif): the string is its device there
     if any(isinstance(p, ast.If) and "cuda" in (ctx.segment(p.test) or "").lower() for p in ctx.ancestors(node)):
         return None  # the same under `if torch.cuda.is_available():`
-    for n in ast.walk(fn):
+    for n in ctx.walk(fn):
         if isinstance(n, ast.Compare):
             operands = [n.left, *n.comparators]
         elif isinstance(n, ast.Call) and getattr(n.func, "attr", "").startswith("assert"):

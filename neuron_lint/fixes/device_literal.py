@@ -287,7 +287,7 @@ def _pinned_to_cuda(ctx, node) -> ast.Call | None:
     function = ctx.enclosing_function(node)
     if function is None:
         return None
-    for n in ast.walk(function):
+    for n in ctx.walk(function):
         if isinstance(n, ast.Call) and n is not node:
             func = n.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

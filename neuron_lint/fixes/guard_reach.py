@@ -58,7 +58,7 @@ def same_tests(ctx, guard) -> list:
     test = ast.dump(branch.test)
     at = next(i for i, n in enumerate(ast.walk(branch.test)) if n is guard)
     peers = []
-    for n in ast.walk(scope):
+    for n in ctx.walk(scope):
         if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test and _home(ctx, n) is scope:
             peers.append(list(ast.walk(n.test))[at])
     return peers

@@ -101,7 +101,7 @@ def named_skip_elsewhere(ctx, skip: ast.Call) -> _Reason | None:
     found = ctx.__dict__.get("_named_cuda_skips")
     if found is None:
         found = []
-        for n in ast.walk(ctx.tree):
+        for n in ctx.walk(ctx.tree):
             if isinstance(n, ast.Call) and is_skip(n) and n.args and any(
                     isinstance(m, ast.Attribute) and (ctx.qualname(m) or "").startswith("torch.cuda.")
                     for m in ast.walk(n.args[0])):

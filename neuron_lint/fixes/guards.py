@@ -158,7 +158,7 @@ def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[
     # `log_timings = log_timings and torch.cuda.is_available()` (jepa's gpu_timer): the name read on
     # the right is the value before the test, which decides nothing here
     own = {id(n) for n in ast.walk(assign.value)}
-    uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    uses = [n for n in ctx.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
             and id(n) not in own]
     if ctx.bound.get(name, 0) != 1 and scope is ctx.tree:
         return None, f"`{name}` is bound more than once; neuron-lint cannot see what it decides"
@@ -172,21 +172,21 @@ def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[
     return region, ""
 
 
-def _walk_decided(top, guard):
+def _walk_decided(ctx, top, guard):
     """The nodes of decided code ``top``, less the decorator that holds ``guard`` (a skip's own test)."""
     if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         own = [d for d in top.decorator_list if any(n is guard for n in ast.walk(d))]
         if own:
             held = {id(n) for d in own for n in ast.walk(d)}
-            return (n for n in ast.walk(top) if id(n) not in held)
-    return ast.walk(top)
+            return (n for n in ctx.walk(top) if id(n) not in held)
+    return ctx.walk(top)
 
 
 def _cuda_sites(ctx, nodes, guard=None) -> list:
     """CUDA-specific sites in the decided code: names under torch.cuda, `.cuda()`, `.is_cuda`, "cuda"/"nccl"."""
     sites = []
     for top in nodes:
-        for n in _walk_decided(top, guard):
+        for n in _walk_decided(ctx, top, guard):
             if isinstance(n, ast.Attribute):
                 if n.attr in ("cuda", "is_cuda") and ctx.qualname(n) is None:
                     sites.append(n)
@@ -268,7 +268,7 @@ def _gpu_choice(ctx, nodes, guard) -> str:
     (yolov5's ``check_requirements("onnxruntime-gpu" if cuda else "onnxruntime")``) or a call of
     something named for the GPU (``DeviceGPU()``), or ``""``."""
     for top in nodes:
-        for n in _walk_decided(top, guard):
+        for n in _walk_decided(ctx, top, guard):
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and string_picks_gpu(n.value) and (
                     not isinstance(ctx.parent(n), ast.Compare)):  # picked, not asked about
                 return f"`{n.value!r}` (line {n.lineno})"
@@ -286,7 +286,7 @@ def _cuda_only_code(ctx, nodes, guard) -> str:
     from .cuda_only import cuda_only_node
 
     for top in nodes:
-        for n in _walk_decided(top, guard):
+        for n in _walk_decided(ctx, top, guard):
             what = cuda_only_node(ctx, n)
             if what:
                 return what
@@ -300,7 +300,7 @@ _FLOAT64 = frozenset({"torch.float64", "torch.double"})
 def _float64_test(ctx, nodes, guard) -> str:
     """``gradcheck`` or a float64 dtype in a skipped test, as the note names it, or ``""``."""
     for top in nodes:
-        for n in _walk_decided(top, guard):
+        for n in _walk_decided(ctx, top, guard):
             if isinstance(n, ast.Call):
                 func = n.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -71,7 +71,7 @@ def module_moves_tensors(ctx) -> bool:
     """Does anything in the module put a tensor on a device (or name one)?"""
     if "_nrn301_moves" not in ctx.__dict__:
         moves = False
-        for n in ast.walk(ctx.tree):
+        for n in ctx.walk(ctx.tree):
             if isinstance(n, ast.Call):
                 func = n.func
                 if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to_empty", "pin_memory"):
@@ -131,7 +131,7 @@ def _leaves_the_host(ctx, call: ast.Call) -> bool:
     and the expressions made from it (``t = torch.arange(n, dtype=torch.float64) + shift``), and,
     when its function returns it, to the calls of that function in the module. Only used on the
     CPU, or returned to callers this module does not show, its float64 is exact and is kept."""
-    if any(isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.set_default_device" for n in ast.walk(ctx.tree)):
+    if any(isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.set_default_device" for n in ctx.walk(ctx.tree)):
         return True
     return _flows_to_a_device(ctx, call, set(), 0)
 
@@ -180,7 +180,7 @@ def _local_lambda(ctx, call: ast.Call) -> ast.Lambda | None:
     if not isinstance(call.func, ast.Name):
         return None
     scope = ctx.enclosing_function(call) or ctx.tree
-    for n in ast.walk(scope):
+    for n in ctx.walk(scope):
         if (isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda) and len(n.targets) == 1
                 and isinstance(n.targets[0], ast.Name) and n.targets[0].id == call.func.id):
             return n.value
@@ -219,7 +219,7 @@ def _flows_to_a_device(ctx, node: ast.AST, seen: set, depth: int) -> bool:
     seen.add((id(scope), name))
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
                and _flows_to_a_device(ctx, n, seen, depth + 1)
-               for n in ast.walk(scope))
+               for n in ctx.walk(scope))
 
 
 def _returned_to_a_device(ctx, ret: ast.Return, seen: set, depth: int) -> bool:
@@ -230,7 +230,7 @@ def _returned_to_a_device(ctx, ret: ast.Return, seen: set, depth: int) -> bool:
     if func is None or (id(func), "return") in seen:
         return False
     seen.add((id(func), "return"))
-    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    calls = [n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id == func.name]
     return any(_flows_to_a_device(ctx, c, seen, depth + 1) for c in calls)
 
@@ -241,7 +241,7 @@ def host_origin(ctx, expr: ast.AST) -> ast.Call | None:
     center).abs()`` from ``choice_positions = torch.arange(..., dtype=torch.float64)``), or None."""
     scope = ctx.enclosing_function(expr) or ctx.tree
     assigned: dict[str, list[ast.AST]] = {}
-    for n in ast.walk(scope):
+    for n in ctx.walk(scope):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             assigned.setdefault(n.targets[0].id, []).append(n.value)
     todo, seen = [expr], set()

@@ -137,7 +137,7 @@ def picks_visible_devices(ctx) -> bool:
         found = ("_VISIBLE_DEVICES" in ctx.text or "select_device" in ctx.text) and any(
             (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("_VISIBLE_DEVICES"))
             or (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "select_device")
-            for n in ast.walk(ctx.tree))
+            for n in ctx.walk(ctx.tree))
         ctx.__dict__["_nrn_visible_devices"] = found
     return found
 

@@ -72,7 +72,7 @@ def _kernel_wrapper(ctx) -> str:
     here = os.path.abspath(ctx.path)
     if here in compiling:
         return f"its own `{compiling[here]}`"
-    for node in ast.walk(ctx.tree):
+    for node in ctx.walk(ctx.tree):
         if isinstance(node, ast.ImportFrom):
             base = os.path.dirname(here)
             for _ in range(node.level - 1):

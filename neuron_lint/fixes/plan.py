@@ -133,6 +133,7 @@ class PlanContext:
     _parents: TreeParents | None = field(default=None, repr=False)
     path: str = ""  # the module's path as given to check (fixers may treat test files differently)
     flagged: frozenset[int] = frozenset()  # id() of every node a rule reported in this module
+    _walks: dict[int, list] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ positions and tree
     def span(self, node) -> tuple[int, int, int, int]:
@@ -140,6 +141,14 @@ class PlanContext:
 
     def segment(self, node) -> str:
         return self.lines.segment(node)
+
+    def walk(self, node: ast.AST) -> list[ast.AST]:
+        """``node`` and every node under it, in ``ast.walk``'s order. Kept: the fixers of one module
+        ask about the same functions and the same tree again for each finding."""
+        found = self._walks.get(id(node))
+        if found is None:
+            found = self._walks[id(node)] = list(ast.walk(node))
+        return found
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         if self._parents is None:
@@ -251,39 +260,14 @@ class PlanContext:
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
                 continue
             name = stmt.targets[0].id
-            if name not in REUSABLE_NAMES or not self._is_device_definition(stmt.value):
+            if name not in REUSABLE_NAMES or not _is_device_definition(self, stmt.value):
                 continue
             definitions = sum(1 for s in _module_level(self.tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
                               and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name
-                              and self._is_device_definition(s.value))
+                              and _is_device_definition(self, s.value))
             if self.bound.get(name, 0) == definitions:
                 return stmt
         return None
-
-    def _is_device_definition(self, value: ast.AST) -> bool:
-        if isinstance(value, ast.IfExp):  # the idiom: current_accelerator() if is_available() else device("cpu")
-            if self.qualname(getattr(value.body, "func", None)) == "torch.accelerator.current_accelerator":
-                return True
-            # torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-            return (self.qualname(getattr(value.test, "func", None)) == "torch.cuda.is_available"
-                    and not getattr(value.test, "args", True) and self._is_device_call(value.body, "cuda")
-                    and self._is_device_call(value.orelse, "cpu"))
-        if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords):
-            return False
-        if self.qualname(value.func) != "torch.device":
-            return False
-        arg = value.args[0]
-        if is_str(arg, "cuda"):
-            return True
-        if isinstance(arg, ast.IfExp) and is_str(arg.body, "cuda") and is_str(arg.orelse, "cpu"):
-            tests = arg.test.values if isinstance(arg.test, ast.BoolOp) and isinstance(arg.test.op, ast.And) else [arg.test]
-            return any(self.qualname(getattr(t, "func", None)) == "torch.cuda.is_available" for t in tests)
-        return False
-
-    def _is_device_call(self, node: ast.AST, kind: str) -> bool:
-        """``torch.device("<kind>")``."""
-        return (isinstance(node, ast.Call) and self.qualname(node.func) == "torch.device" and len(node.args) == 1
-                and not node.keywords and is_str(node.args[0], kind))
 
     @cached_property
     def has_device_helper(self) -> bool:
@@ -369,6 +353,34 @@ class PlanContext:
         items = tuple(sorted((k, _frozen(v)) for k, v in (data or {}).items()))
         safety = Applicability(applicability or hit.rule.fix.safety).value
         return Fix(safety, (), message, fixer or hit.rule.fix.fixer, target, items)
+
+
+def _is_device_definition(ctx, value: ast.AST) -> bool:
+    """A device definition a rewritten site may reuse (see :attr:`PlanContext.device_variable`)."""
+    if isinstance(value, ast.IfExp):  # the idiom: current_accelerator() if is_available() else device("cpu")
+        if ctx.qualname(getattr(value.body, "func", None)) == "torch.accelerator.current_accelerator":
+            return True
+        # torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+        return (ctx.qualname(getattr(value.test, "func", None)) == "torch.cuda.is_available"
+                and not getattr(value.test, "args", True) and _is_device_call(ctx, value.body, "cuda")
+                and _is_device_call(ctx, value.orelse, "cpu"))
+    if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords):
+        return False
+    if ctx.qualname(value.func) != "torch.device":
+        return False
+    arg = value.args[0]
+    if is_str(arg, "cuda"):
+        return True
+    if isinstance(arg, ast.IfExp) and is_str(arg.body, "cuda") and is_str(arg.orelse, "cpu"):
+        tests = arg.test.values if isinstance(arg.test, ast.BoolOp) and isinstance(arg.test.op, ast.And) else [arg.test]
+        return any(ctx.qualname(getattr(t, "func", None)) == "torch.cuda.is_available" for t in tests)
+    return False
+
+
+def _is_device_call(ctx, node: ast.AST, kind: str) -> bool:
+    """``torch.device("<kind>")``."""
+    return (isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and len(node.args) == 1
+            and not node.keywords and is_str(node.args[0], kind))
 
 
 def _frozen(value):

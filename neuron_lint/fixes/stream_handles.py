@@ -49,7 +49,7 @@ def _becomes_a_torch_event(ctx, receiver) -> bool:
     wanted, found = key(receiver), False
     if wanted is None:
         return False
-    for n in ast.walk(ctx.tree):
+    for n in ctx.walk(ctx.tree):
         if isinstance(n, ast.Assign) and any(key(t) == wanted for t in n.targets):
             v = n.value
             if not (isinstance(v, ast.Call) and ctx.qualname(v.func) == "torch.cuda.Event" and not v.args
@@ -72,7 +72,7 @@ def _handle_read_later(ctx, call: ast.Call, parent) -> str:
         scope, wanted = ctx.tree, target.attr
     else:
         return ""
-    for n in ast.walk(scope):
+    for n in ctx.walk(scope):
         if isinstance(n, ast.Attribute) and n.attr == "cuda_stream":
             held = n.value
             name = held.id if isinstance(held, ast.Name) else held.attr if isinstance(held, ast.Attribute) else None

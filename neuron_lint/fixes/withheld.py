@@ -273,7 +273,7 @@ def data_parallel_count(ctx, node: ast.AST) -> str:
     if found is None:
         found = ""
         if "DataParallel" in ctx.text or "data_parallel" in ctx.text:
-            found = next((ctx.segment(n.func) for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)
+            found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
                           and ctx.qualname(n.func) in _DATA_PARALLEL), "")
         ctx.__dict__["_nrn_data_parallel"] = found
     return found

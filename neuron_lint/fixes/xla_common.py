@@ -22,7 +22,7 @@ def import_of(ctx, node) -> list | None:
     name = base_name(node)
     if name is None:
         return None
-    for stmt in ast.walk(ctx.tree):
+    for stmt in ctx.walk(ctx.tree):
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
                 if a.name.split(".")[0] != "torch_xla":
@@ -79,7 +79,7 @@ def string_quote(ctx, node) -> str:
 
 
 def calls_init_process_group(ctx) -> bool:
-    for n in ast.walk(ctx.tree):
+    for n in ctx.walk(ctx.tree):
         if isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name)):
             attr = n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id
             if attr == "init_process_group":
@@ -89,7 +89,7 @@ def calls_init_process_group(ctx) -> bool:
 
 def wraps_model(ctx) -> str | None:
     """The DDP/FSDP wrapper the module visibly uses (a call of it), or None."""
-    for n in ast.walk(ctx.tree):
+    for n in ctx.walk(ctx.tree):
         if isinstance(n, ast.Call):
             q = ctx.qualname(n.func) or ""
             last = q.rsplit(".", 1)[-1] if q else (n.func.id if isinstance(n.func, ast.Name) else "")

@@ -59,7 +59,7 @@ def _head(node) -> ast.Name | None:
 def _import_of(ctx, name: str) -> list:
     """The ``[module, obj, asname]`` of the import binding ``name`` (for RemoveImportsVisitor), if
     ``name`` is bound by an import of ``torch.cuda...`` other than plain ``import torch``."""
-    for node in ast.walk(ctx.tree):
+    for node in ctx.walk(ctx.tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for a in node.names:
                 if (a.asname or a.name) == name and node.module.startswith("torch.cuda"):
@@ -233,7 +233,7 @@ class Amp:
         bound = {a.asname or a.name for a in stmt.names}
         if "*" in bound:
             return None
-        used = sorted({n.id for n in ast.walk(ctx.tree) if isinstance(n, ast.Name) and n.id in bound})
+        used = sorted({n.id for n in ctx.walk(ctx.tree) if isinstance(n, ast.Name) and n.id in bound})
         if used:
             ctx.note(hit, "the import goes when the uses of " + ", ".join(f"`{u}`" for u in used)
                           + " are rewritten (in the same run of `neuron-lint fix`)")

@@ -65,7 +65,7 @@ def _calls_use_deterministic(ctx) -> bool:
         ctx.__dict__["_nrn209_det"] = any(
             isinstance(n, ast.Call) and (ctx.qualname(n.func) in _DETERMINISM_SWITCHES
                                          or getattr(n.func, "attr", getattr(n.func, "id", "")) in _DETERMINISM_NAMES)
-            for n in ast.walk(ctx.tree))
+            for n in ctx.walk(ctx.tree))
     return ctx.__dict__["_nrn209_det"]
 
 
@@ -77,7 +77,7 @@ _CONV_PRECISION = ("torch.backends.cudnn.allow_tf32", "torch.backends.cudnn.fp32
 def _other_conv_precision(ctx, assign: ast.Assign):
     """Another assignment in the module that may turn cuDNN's convolution TF32 off (the node of its
     target: any value but ``True`` / ``"tf32"``), or None."""
-    for n in ast.walk(ctx.tree):
+    for n in ctx.walk(ctx.tree):
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n is not assign:
             value = getattr(n, "value", None)
             if isinstance(n, ast.Assign) and isinstance(value, ast.Constant) and value.value in (True, "tf32"):
@@ -145,7 +145,7 @@ class BackendFlags:
             if value is not True:
                 ctx.note(hit, f"not rewritten: it only turns cuDNN determinism off (the default); {_HARMLESS}")
                 return None
-            other = next((n for n in ast.walk(ctx.tree) if isinstance(n, ast.Attribute) and n is not assign.targets[0]
+            other = next((n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Attribute) and n is not assign.targets[0]
                           and ctx.qualname(n) == qual), None)
             if other is not None:
                 ctx.note(hit, f"not rewritten: the module also reads or resets the flag (line {other.lineno}): a "

@@ -192,7 +192,7 @@ def _stats_key_read(ctx, call: ast.Call) -> str:
         return ""
     name = parent.targets[0].id
     scope = ctx.enclosing_function(call) or ctx.tree
-    for n in ast.walk(scope):
+    for n in ctx.walk(scope):
         if (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name
                 and isinstance(n.ctx, ast.Load) and isinstance(n.slice, ast.Constant)):
             return f"`{ctx.segment(n)}`"

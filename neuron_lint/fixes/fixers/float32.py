@@ -66,7 +66,7 @@ def _calls_gradcheck(ctx, scope) -> bool:
             nodes = [n for stmt in scope.body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                      for n in ast.walk(stmt)]
         else:
-            nodes = list(ast.walk(scope))
+            nodes = list(ctx.walk(scope))
         cache[key] = any(_is_gradcheck(ctx, n) for n in nodes)
     return cache[key]
 

@@ -114,10 +114,10 @@ def _decided(ctx, expr, depth: int = 0) -> tuple[list | None, str]:
 def _variable(ctx, assign, name: str, region: list) -> tuple[list | None, str]:
     """``on_gpu = x.is_cuda``: what every later use of ``on_gpu`` decides."""
     scope = ctx.enclosing_function(assign) or ctx.tree
-    stores = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    stores = [n for n in ctx.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
     if len(stores) != 1 or (scope is ctx.tree and ctx.bound.get(name, 0) != 1):
         return None, f"`{name}` is bound more than once; neuron-lint cannot see what it decides"
-    for use in ast.walk(scope):
+    for use in ctx.walk(scope):
         if isinstance(use, ast.Name) and use.id == name and isinstance(use.ctx, ast.Load):
             more, why = _decided(ctx, use, depth=1)
             if more is None:
@@ -171,7 +171,7 @@ class IsCuda:
             return None
         sites = []
         for top in region:
-            for n in ast.walk(top):
+            for n in ctx.walk(top):
                 if isinstance(n, ast.Call):
                     what = _cuda_only_call(ctx, n)
                     if what:

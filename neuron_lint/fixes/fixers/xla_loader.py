@@ -64,7 +64,7 @@ class XlaLoader:
         elif not isinstance(parent, ast.For) or parent.iter is not call:
             ctx.note(hit, "not rewritten: the loader is neither assigned to a name nor iterated directly")
             return None
-        for node in ast.walk(scope):
+        for node in ctx.walk(scope):
             if isinstance(node, ast.For):
                 found = _iterates(ctx, node, name, call)
                 if found is False:
@@ -78,14 +78,14 @@ class XlaLoader:
             return None
         if name is not None:
             allowed = {id(l.iter) for l in loops} | {id(l.iter.args[0]) for l in loops if isinstance(l.iter, ast.Call)}
-            for node in ast.walk(scope):
+            for node in ctx.walk(scope):
                 if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and id(node) not in allowed:
                     p = ctx.parent(node)
                     if not (isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "len"):
                         ctx.note(hit, f"not rewritten: `{name}` is used outside the loops over it")
                         return None
         sampler = any(isinstance(n, (ast.Name, ast.Attribute)) and (getattr(n, "id", None) or getattr(n, "attr", None)) == "DistributedSampler"
-                      for n in ast.walk(ctx.tree))
+                      for n in ctx.walk(ctx.tree))
         applicability = None if sampler else "unsafe"
         if not sampler:
             ctx.note(hit, "no DistributedSampler in the module: each rank iterates the whole dataset (MpDeviceLoader "
