@@ -212,3 +212,20 @@ def top_imports(ctx) -> list[str]:
                 found.append(stmt.module)
         ctx.__dict__["_nrn_top_imports"] = found
     return found
+
+
+def _imports_torch(stmt: ast.stmt) -> bool:
+    """A module-level ``import torch`` (``torch.x``, ``torch as th``), or an ``if``/``try`` holding one."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or is_main_guard(stmt):
+        return False
+    return any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "torch" for a in n.names)
+               for n in ast.walk(stmt))
+
+
+def torch_imported_after(ctx, node: ast.AST) -> int:
+    """The line of the module's first ``import torch`` when ``node`` runs at import above it (RWKV's
+    ``RUN_DEVICE = 'cuda'`` before ``import torch``), else 0: what a fix writes there could not name torch."""
+    first = next((s.lineno for s in ctx.tree.body if _imports_torch(s)), 0)
+    if not first or node.lineno >= first or ctx.enclosing_function(node) is not None:
+        return 0
+    return first

@@ -31,7 +31,7 @@ import ast
 
 from .cuda_only import uses_bitsandbytes
 from .device_dispatch import dispatch_branch
-from .module_kind import is_str, is_test_path, top_imports
+from .module_kind import is_str, is_test_path, top_imports, torch_imported_after
 from .own_extension import kernel_wrapper, operator_library, own_extension
 
 
@@ -49,6 +49,10 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return ("not rewritten: the module imports from torch only when torch is available (under `try`/`if`) "
                 "and binds no `torch`; the fix would need an `import torch` at the top, and the module would "
                 "then fail to import without torch")
+    late = torch_imported_after(ctx, node)
+    if late:
+        return (f"not rewritten: it runs when the module is imported, before `torch` is (line {late}); the "
+                "device-agnostic code a fix writes needs torch there. Move the import up first")
     patched = replaced_cuda_api(ctx, node)
     if patched:
         return (f"not rewritten: it assigns to `{patched}`, replacing CUDA's own function (a monkey patch, such as "
