@@ -978,6 +978,11 @@ def test_a_script_another_module_imports_is_a_library_module(tmp_path):
     # ijepa's src/train.py imports its helper by dotted path with the names in brackets below
     ijepa = project("ijepa", {"src/train.py": "from src.helper import (\n    generate,\n)\n"})
     assert "def _current_device():" in fix_all(src, str(ijepa / "src" / "helper.py"))
+    # RWKV-v4neo/chat.py runs from its own folder and does `from src.model_run import ...` before it
+    # sets CUDA_VISIBLE_DEVICES: a probe at model_run's import would pin the first GPU (held out)
+    rwkv = project("rwkv", {"RWKV-v4neo/chat.py": "from src.model_run import generate\n"})
+    assert "def _current_device():" in fix_all(src, str(rwkv / "RWKV-v4neo" / "src" / "model_run.py"))
+    assert "DEVICE = (" in fix_all(src, str(rwkv / "RWKV-v3" / "src" / "model_run.py"))  # not on its path
 
 
 def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):

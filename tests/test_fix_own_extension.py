@@ -135,3 +135,20 @@ def test_the_glue_of_the_projects_own_kernels_keeps_its_cuda_code(tmp_path):
     other.mkdir()
     plain = WRAPPER.replace("from .backend import _backend", "from .native import _backend")
     assert "inputs = inputs.to(_current_device())" in fix_text(plain, str(other / "freq.py"), SETTINGS).text
+
+
+def test_a_script_importing_the_compiling_module_from_its_own_folder_keeps_its_cuda_code(tmp_path):
+    """RWKV-v2-RNN/train.py (held out) runs from its folder and does ``from src.model import GPT``,
+    whose import compiles ``cuda/timex_cuda.cu``; ``.cuda()`` there feeds the model the kernel runs
+    on, so moving it to the neuron device would send neuron tensors into the CUDA kernel."""
+    _project(tmp_path, None)
+    folder = tmp_path / "RWKV-v2-RNN"
+    (folder / "src").mkdir(parents=True)
+    (folder / "src" / "model.py").write_text(JIT_OP.replace("upfirdn2d_kernel.cu", "timex_cuda.cu"))
+    train = "import torch\nfrom src.model import GPT\n\nmodel = GPT().cuda()\n"
+    assert "GPT().cuda()" in fix_text(train, str(folder / "train.py"), SETTINGS).text
+    # another version's train.py, whose own src/model.py compiles nothing, is ordinary code
+    (tmp_path / "RWKV-v1" / "src").mkdir(parents=True)
+    (tmp_path / "RWKV-v1" / "src" / "model.py").write_text("import torch\n")
+    assert "GPT().to(DEVICE)" in fix_text(train, str(tmp_path / "RWKV-v1" / "train.py"), SETTINGS).text
+

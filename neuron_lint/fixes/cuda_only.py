@@ -206,6 +206,10 @@ def cuda_only_node(ctx, n: ast.AST) -> str:
             and n.value.value == "inductor":
         # TorchNeuron compiles through its own backend, not Inductor (torchtitan test_compile_moe.py)
         return f"`backend=\"inductor\"` (Inductor does not compile for the neuron device) on line {n.value.lineno}"
+    elif isinstance(n, ast.Constant) and n.value == "inductor" and isinstance(ctx.parent(n), ast.IfExp) \
+            and getattr(ctx.parent(ctx.parent(n)), "arg", None) == "backend":
+        # fish-speech: `backend="inductor" if torch.cuda.is_available() else "aot_eager"`
+        return f"`backend=\"inductor\"` (Inductor does not compile for the neuron device) on line {n.lineno}"
     return ""
 
 

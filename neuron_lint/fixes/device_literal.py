@@ -182,6 +182,10 @@ def _kept_literal(ctx, node) -> str:
     if query is not None:
         return (f"it names the GPU that `{short(ctx, query.func)}` asks about, and that question stays "
                 "CUDA-only (NRN204)")
+    other = _other_runtime_call(ctx, node)
+    if other:
+        return (f"it goes to `{other}`, which is not PyTorch: its devices are its own (`cpu`, `cuda`, ...), "
+                "and it would be handed `neuron` on Trainium. Choose its device by hand")
     choices = _listed_choice(ctx, node)
     if choices is not None:
         return (f"the option only accepts `{short(ctx, choices)}`; with the current device as its default, "
@@ -220,6 +224,23 @@ def _kept_literal(ctx, node) -> str:
                 "with the current device's type in it, Trainium would answer no there while the rest moves to "
                 "`neuron`. Make that question device-agnostic, then the string")
     return ""
+
+
+#: Runtimes other than PyTorch whose calls take a device by name and know CUDA's, not Neuron's
+#: (OpenVoice's ``WhisperModel(model_size, device="cuda")`` is faster-whisper's, on CTranslate2).
+_OTHER_RUNTIMES = frozenset({"faster_whisper", "ctranslate2", "onnxruntime", "tensorflow", "jax", "paddle",
+                             "mxnet", "cupy", "llama_cpp", "whisperx"})
+
+
+def _other_runtime_call(ctx, node) -> str:
+    """The callee, when ``node`` is an argument of a call into one of :data:`_OTHER_RUNTIMES`, else ``""``."""
+    call = ctx.parent(node)
+    if isinstance(call, ast.keyword):
+        call = ctx.parent(call)
+    if not isinstance(call, ast.Call) or node is call.func:
+        return ""
+    qual = ctx.qualname(call.func) or ""
+    return short(ctx, call.func) if qual.split(".")[0] in _OTHER_RUNTIMES else ""
 
 
 def _compared_device(ctx, node) -> ast.Compare | None:

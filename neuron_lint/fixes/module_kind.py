@@ -167,7 +167,24 @@ def imported_by_the_project(path: str) -> bool:
             continue
         if here in (root, os.path.dirname(importer)) or module == dotted or module.endswith("." + dotted):
             return True
+        if dotted.endswith("." + module) and os.path.abspath(path)[:-3] in _search_stems(importer, root, module):
+            return True  # RWKV-v4neo/chat.py's `from src.model_run import ...`: the script's folder is on sys.path
     return False
+
+
+def search_bases(module_path: str, root: str) -> list[str]:
+    """The folders an absolute import in ``module_path`` may resolve from: the module's own folder
+    (a script's, on ``sys.path`` when it runs) and each folder above it up to the project's root."""
+    bases, folder = [], os.path.dirname(os.path.abspath(module_path))
+    while True:
+        bases.append(folder)
+        if folder == root or os.path.dirname(folder) == folder or not folder.startswith(root):
+            return bases
+        folder = os.path.dirname(folder)
+
+
+def _search_stems(importer: str, root: str, module: str) -> list[str]:
+    return [os.path.join(base, *module.split(".")) for base in search_bases(importer, root)]
 
 
 @functools.lru_cache(maxsize=16)

@@ -18,7 +18,7 @@ import functools
 import os
 import re
 
-from .module_kind import is_test_path, top_imports
+from .module_kind import is_test_path, search_bases, top_imports
 from .project_scan import MAX_BYTES, project_root, python_files
 
 _BUILDS = re.compile(rb"\b(CUDAExtension|CppExtension|BuildExtension)\b")
@@ -74,23 +74,24 @@ def _kernel_wrapper(ctx) -> str:
         return f"its own `{compiling[here]}`"
     for node in ctx.walk(ctx.tree):
         if isinstance(node, ast.ImportFrom):
-            base = os.path.dirname(here)
+            bases = [os.path.dirname(here)]
             for _ in range(node.level - 1):
-                base = os.path.dirname(base)
-            if not node.level:
-                base = root
+                bases = [os.path.dirname(bases[0])]
+            if not node.level:  # absolute: from the script's folder (RWKV's `from src.model import GPT`) up
+                bases = search_bases(here, root)
             parts = node.module.split(".") if node.module else []
             names = [parts] + [parts + [a.name] for a in node.names]
         elif isinstance(node, ast.Import):
-            base, names = root, [a.name.split(".") for a in node.names]
+            bases, names = search_bases(here, root), [a.name.split(".") for a in node.names]
         else:
             continue
-        for name in names:
-            stem = os.path.join(base, *name) if name else base
-            for file in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if file in compiling:
-                    shown = os.path.relpath(file, root).replace(os.sep, "/")
-                    return f"`{compiling[file]}`, compiled by {shown}"
+        for base in bases:
+            for name in names:
+                stem = os.path.join(base, *name) if name else base
+                for file in (stem + ".py", os.path.join(stem, "__init__.py")):
+                    if file in compiling:
+                        shown = os.path.relpath(file, root).replace(os.sep, "/")
+                        return f"`{compiling[file]}`, compiled by {shown}"
     return ""
 
 

@@ -78,7 +78,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "tests Trainium runs")
     runtime = hit.rule.category == "cuda-specific" and cuda_runtime(ctx)
     if runtime:
-        return (f"not rewritten: the module imports `{runtime}`, which runs on CUDA GPUs only, so its device "
+        return (f"not rewritten: the module imports `{runtime}`, which drives CUDA GPUs only, so its device "
                 "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
                 "break on CUDA or do nothing elsewhere. Give Trainium its own path")
     if hit.rule.category == "cuda-specific" and uses_bitsandbytes(ctx, node):
@@ -260,6 +260,10 @@ def cuda_class(ctx, node: ast.AST) -> str:
 _CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
                             "transformer_engine",
                             "cuda", "apex"})
+#: The internals of vLLM's CUDA engine (its workers, model runner, paged-attention kernels): a module
+#: built on them (ChatTTS's ``velocity``, a copy of vLLM's worker) is that engine's CUDA code. vLLM's
+#: own API (``from vllm import LLM``) picks its device itself and does not count.
+_CUDA_ENGINE_PARTS = ("vllm.worker", "vllm.model_executor", "vllm._C", "vllm.attention", "vllm.distributed")
 
 
 _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
@@ -288,7 +292,8 @@ def cuda_runtime(ctx) -> str:
     imports unconditionally, at its top, or ``""``: flux's TensorRT engines read each stream's raw
     ``cuda_stream`` and define their own ``cuda()``. An import under ``try``/``if`` is an option
     beside other paths, which stay rewritable."""
-    return next((n for n in top_imports(ctx) if n.split(".")[0] in _CUDA_RUNTIMES), "")
+    return next((n for n in top_imports(ctx) if n.split(".")[0] in _CUDA_RUNTIMES
+                 or n.startswith(_CUDA_ENGINE_PARTS)), "")
 
 
 def _dispatch_note(line: int, device: str) -> str:
