@@ -248,3 +248,84 @@ def _plain_bitsandbytes_imports(ctx) -> list:
             continue
         found.append(next((p for p in around if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None))
     return found
+
+
+def gloo_group(ctx) -> int:
+    """The line of the module's ``init_process_group("gloo")`` (``backend="gloo"``), or 0. RVC's
+    ``train.py`` trains on every GPU it counts inside a gloo group: gloo carries CPU and CUDA tensors."""
+    if "gloo" not in ctx.text:
+        return 0
+    for n in ctx.walk(ctx.tree):
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "init_process_group":
+            backend = next((k.value for k in n.keywords if k.arg == "backend"), n.args[0] if n.args else None)
+            if isinstance(backend, ast.Constant) and backend.value == "gloo":
+                return n.lineno
+    return 0
+
+
+#: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
+#: apex too: a module that imports it unconditionally is apex's own code or tests (its fused CUDA kernels).
+_CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
+                            "transformer_engine",
+                            "cuda", "apex"})
+#: The internals of vLLM's CUDA engine (its workers, model runner, paged-attention kernels): a module
+#: built on them (ChatTTS's ``velocity``, a copy of vLLM's worker) is that engine's CUDA code. vLLM's
+#: own API (``from vllm import LLM``) picks its device itself and does not count.
+_CUDA_ENGINE_PARTS = ("vllm.worker", "vllm.model_executor", "vllm._C", "vllm.attention", "vllm.distributed")
+
+
+def cuda_runtime(ctx) -> str:
+    """The CUDA-only runtime package (TensorRT, polygraphy, PyCUDA, CuPy, cuda-python) the module
+    imports unconditionally, at its top, or ``""``: flux's TensorRT engines read each stream's raw
+    ``cuda_stream`` and define their own ``cuda()``. An import under ``try``/``if`` is an option
+    beside other paths, which stay rewritable."""
+    from .module_kind import top_imports
+
+    return next((n for n in top_imports(ctx) if n.split(".")[0] in _CUDA_RUNTIMES
+                 or n.startswith(_CUDA_ENGINE_PARTS)), "")
+
+
+def cuda_module_note(ctx, node: ast.AST) -> str:
+    """Why the CUDA code of this module (or of the code around ``node``) is CUDA's own and stays
+    (the note), or ``""``."""
+    runtime = cuda_runtime(ctx)
+    if runtime:
+        return (f"not rewritten: the module imports `{runtime}`, which drives CUDA GPUs only, so its device "
+                "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
+                "break on CUDA or do nothing elsewhere. Give Trainium its own path")
+    if uses_bitsandbytes(ctx, node):
+        return ("not rewritten: the module uses bitsandbytes, whose kernels and 8-bit optimizers run on CUDA and "
+                "whose quantized parameters quantize when moved with `cuda()` (`.to(device)` does so only for "
+                "weights coming from the CPU); rewritten, its CUDA code would be half converted, and a model "
+                "already on the GPU would stay unquantized. Keep it for GPU runs; give Trainium its own path")
+    from .own_extension import kernel_wrapper
+
+    kernels = kernel_wrapper(ctx)
+    if kernels:
+        return (f"not rewritten: the module hands tensors to the project's own compiled CUDA operators ({kernels}), "
+                "which take CUDA tensors only; its CUDA code feeds them, and rewritten, it would send neuron "
+                "tensors into a CUDA kernel. Give Trainium its own implementation of the operator")
+    packed = _int4_packing(ctx)
+    if packed:
+        return (f"not rewritten: the module packs int4 weights with `{packed}`, whose kernel and packed layout "
+                "are CUDA's (tinygemm; CPU has its own operator); rewritten, it would hand neuron tensors to it. "
+                "Keep it for GPU runs; quantize for Trainium its own way")
+    gloo = gloo_group(ctx)
+    if gloo:
+        return (f"not rewritten: the module's process group is gloo (line {gloo}), which carries CPU and CUDA "
+                "tensors only; rewritten, Trainium would train on its NeuronCores inside a gloo group, and DDP "
+                "fails there. Give the group the device's backend (`dist.get_default_backend_for_device`) first")
+    return ""
+
+
+_INT4_PACKING = frozenset({"_convert_weight_to_int4pack", "_weight_int4pack_mm"})
+
+
+def _int4_packing(ctx) -> str:
+    """The int4 packing operator the module calls (gpt-fast's ``quantize.py``, copied into
+    fish-speech: ``torch.ops.aten._convert_weight_to_int4pack``), as written, or ``""``."""
+    if "int4pack" not in ctx.text:
+        return ""
+    return next((ctx.segment(n) for n in ctx.walk(ctx.tree)
+                 if isinstance(n, ast.Attribute) and n.attr in _INT4_PACKING), "")
+

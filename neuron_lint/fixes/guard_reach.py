@@ -25,14 +25,20 @@ def runs_after(ctx, stmt: ast.stmt) -> list:
 
 
 def checks_requested_cuda(ctx, check: ast.Assert) -> bool:
-    """``if device_type == "cuda": assert torch.cuda.is_available(), ...``: the assert is all the
-    branch does, and the branch is taken only when the caller asked for CUDA by name."""
+    """``if device_type == "cuda": assert torch.cuda.is_available(), ...`` (or ``"cuda" in device``,
+    ``device.startswith("cuda")``): the assert is all the branch does, and the branch is taken only
+    when the caller asked for CUDA by name."""
     branch = ctx.parent(check)
     if not (isinstance(branch, ast.If) and check in branch.body and not branch.orelse):
         return False
     if not all(isinstance(stmt, ast.Assert) for stmt in branch.body):
         return False
     test = branch.test
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "startswith":
+        return bool(test.args) and isinstance(test.args[0], ast.Constant) and test.args[0].value == "cuda"
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In):
+        # OpenVoice: `if 'cuda' in device: assert torch.cuda.is_available()` (device='cuda:0')
+        return isinstance(test.left, ast.Constant) and test.left.value == "cuda"
     return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
             and any(isinstance(side, ast.Constant) and side.value == "cuda"
                     for side in (test.left, *test.comparators)))

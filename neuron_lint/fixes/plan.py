@@ -78,8 +78,8 @@ def _module_level(body):
         yield stmt
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
             if isinstance(inner, list):
                 yield from _module_level(inner)
         for handler in getattr(stmt, "handlers", ()):

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import ast
 
-from .cuda_only import uses_bitsandbytes
+from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
-from .module_kind import is_str, is_test_path, top_imports, torch_imported_after
-from .own_extension import kernel_wrapper, operator_library, own_extension
+from .module_kind import is_str, is_test_path, torch_imported_after
+from .own_extension import operator_library, own_extension
 
 
 def withheld(ctx, hit, node: ast.AST) -> str:
@@ -76,21 +76,9 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "Rewritten, CUDA-only tests would run on Trainium, and what they need (kernels, Inductor, "
                 "CUDA graphs, the project's compiled operators) is mostly out of sight; decide by hand which "
                 "tests Trainium runs")
-    runtime = hit.rule.category == "cuda-specific" and cuda_runtime(ctx)
-    if runtime:
-        return (f"not rewritten: the module imports `{runtime}`, which drives CUDA GPUs only, so its device "
-                "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
-                "break on CUDA or do nothing elsewhere. Give Trainium its own path")
-    if hit.rule.category == "cuda-specific" and uses_bitsandbytes(ctx, node):
-        return ("not rewritten: the module uses bitsandbytes, whose kernels and 8-bit optimizers run on CUDA and "
-                "whose quantized parameters quantize when moved with `cuda()` (`.to(device)` does so only for "
-                "weights coming from the CPU); rewritten, its CUDA code would be half converted, and a model "
-                "already on the GPU would stay unquantized. Keep it for GPU runs; give Trainium its own path")
-    kernels = hit.rule.category == "cuda-specific" and kernel_wrapper(ctx)
-    if kernels:
-        return (f"not rewritten: the module hands tensors to the project's own compiled CUDA operators ({kernels}), "
-                "which take CUDA tensors only; its CUDA code feeds them, and rewritten, it would send neuron "
-                "tensors into a CUDA kernel. Give Trainium its own implementation of the operator")
+    cuda_code = hit.rule.category == "cuda-specific" and cuda_module_note(ctx, node)
+    if cuda_code:
+        return cuda_code
     branch = hit.rule.category == "cuda-specific" and dispatch_branch(ctx, node)
     if branch:
         return _dispatch_note(*branch)
@@ -255,17 +243,6 @@ def cuda_class(ctx, node: ast.AST) -> str:
     return ""
 
 
-#: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
-#: apex too: a module that imports it unconditionally is apex's own code or tests (its fused CUDA kernels).
-_CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
-                            "transformer_engine",
-                            "cuda", "apex"})
-#: The internals of vLLM's CUDA engine (its workers, model runner, paged-attention kernels): a module
-#: built on them (ChatTTS's ``velocity``, a copy of vLLM's worker) is that engine's CUDA code. vLLM's
-#: own API (``from vllm import LLM``) picks its device itself and does not count.
-_CUDA_ENGINE_PARTS = ("vllm.worker", "vllm.model_executor", "vllm._C", "vllm.attention", "vllm.distributed")
-
-
 _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                             "torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.DataParallel"})
 
@@ -285,15 +262,6 @@ def data_parallel_count(ctx, node: ast.AST) -> str:
                           and ctx.qualname(n.func) in _DATA_PARALLEL), "")
         ctx.__dict__["_nrn_data_parallel"] = found
     return found
-
-
-def cuda_runtime(ctx) -> str:
-    """The CUDA-only runtime package (TensorRT, polygraphy, PyCUDA, CuPy, cuda-python) the module
-    imports unconditionally, at its top, or ``""``: flux's TensorRT engines read each stream's raw
-    ``cuda_stream`` and define their own ``cuda()``. An import under ``try``/``if`` is an option
-    beside other paths, which stay rewritable."""
-    return next((n for n in top_imports(ctx) if n.split(".")[0] in _CUDA_RUNTIMES
-                 or n.startswith(_CUDA_ENGINE_PARTS)), "")
 
 
 def _dispatch_note(line: int, device: str) -> str:

@@ -137,6 +137,12 @@ class BackendFlags:
                               "`torch.set_float32_matmul_precision(\"high\" if ... else \"highest\")` by hand")
                 return None
             precision = "high" if value else "highest"
+            own = next((n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
+                        and ctx.qualname(n.func) == "torch.set_float32_matmul_precision"), None)
+            if own is not None:  # RWKV-v8: `...matmul.allow_tf32=True; ...; torch.set_float32_matmul_precision('high')`
+                ctx.note(hit, f"not rewritten: the module sets the matmul precision itself (line {own.lineno}); "
+                              "a second call would repeat or contradict it. Keep one of the two by hand")
+                return None
             return ctx.propose(
                 hit, assign, "Assign",
                 f"Use `torch.set_float32_matmul_precision(\"{precision}\")` (also sets the CPU matmul precision)",

@@ -149,6 +149,16 @@ def _commented_fallback(ctx, node) -> tuple[int, str] | None:
     return None
 
 
+#: Calls that make complex tensors: a fast path CUDA takes with them (RVC's rotary embedding, in
+#: ComplexHalf) is one Trainium should not, since it decomposes complex arithmetic into real (NRN303).
+_COMPLEX = frozenset({"torch.complex", "torch.view_as_complex", "torch.polar"})
+
+
+def _complex_call(ctx, call: ast.Call) -> str:
+    qual = ctx.qualname(call.func)
+    return f"`{qual}` (complex tensors, which Trainium decomposes into real ones: NRN303)" if qual in _COMPLEX else ""
+
+
 class IsCuda:
     name = "is_cuda"
 
@@ -173,7 +183,7 @@ class IsCuda:
         for top in region:
             for n in ctx.walk(top):
                 if isinstance(n, ast.Call):
-                    what = _cuda_only_call(ctx, n)
+                    what = _cuda_only_call(ctx, n) or _complex_call(ctx, n)
                     if what:
                         ctx.note(hit, (
                             f"not rewritten: the code this test lets run calls {what} on line {n.lineno}; on Trainium "
