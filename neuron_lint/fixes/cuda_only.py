@@ -279,8 +279,9 @@ _CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polyg
                             "cuda", "apex"})
 #: The internals of vLLM's CUDA engine (its workers, model runner, paged-attention kernels): a module
 #: built on them (ChatTTS's ``velocity``, a copy of vLLM's worker) is that engine's CUDA code. vLLM's
-#: own API (``from vllm import LLM``) picks its device itself and does not count.
-_CUDA_ENGINE_PARTS = ("vllm.worker", "vllm.model_executor", "vllm._C", "vllm.attention", "vllm.distributed")
+#: own API (``from vllm import LLM``) picks its device itself and does not count, nor does its
+#: communication layer (``vllm.distributed``, which torchtitan's model wrapper for vLLM uses).
+_CUDA_ENGINE_PARTS = ("vllm.worker", "vllm.model_executor", "vllm._C", "vllm.attention")
 
 
 def cuda_runtime(ctx) -> str:
