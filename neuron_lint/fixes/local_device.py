@@ -38,9 +38,28 @@ def local_device(ctx, node: ast.AST) -> str:
         stmt = bindings[0]
         if (stmt.end_lineno or stmt.lineno) >= node.lineno:
             continue
-        if DEVICE_VALUE.match(ctx.segment(stmt.value).strip()):
+        if DEVICE_VALUE.match(ctx.segment(stmt.value).strip()) or _accelerators_device(ctx, fn, stmt.value):
             return name
     return _accelerate_device(ctx, fn, node)
+
+
+def _accelerators_device(ctx, fn, value: ast.AST) -> bool:
+    """``accelerator.device`` where ``accelerator`` is the module's or the function's one
+    ``Accelerator(...)`` (StyleTTS2's ``train_finetune_accelerate.py``: ``accelerator =
+    Accelerator()`` at module level, ``device = accelerator.device`` in ``main``)."""
+    if not (isinstance(value, ast.Attribute) and value.attr == "device" and isinstance(value.value, ast.Name)):
+        return False
+    name = value.value.id
+    local = list(_bindings(fn, name))
+    if local:
+        stmts = local
+    else:  # the module's own: bound once, by a top-level statement
+        stmts = [s for s in ctx.tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+                 and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name]
+        if ctx.bound.get(name, 0) != 1:
+            return False
+    return len(stmts) == 1 and isinstance(stmts[0], ast.Assign) and isinstance(stmts[0].value, ast.Call) \
+        and ctx.qualname(stmts[0].value.func) == "accelerate.Accelerator"
 
 
 def _accelerate_device(ctx, fn, node: ast.AST) -> str:
