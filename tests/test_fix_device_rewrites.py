@@ -1364,3 +1364,32 @@ def test_the_cuda_arm_of_a_dispatch_with_a_neuron_arm_says_why_it_stays():
     """
     said = notes(src, path="utils/random.py", select=("NRN2",), unsafe_fixes=True)
     assert any("branch on line 7 is Trainium's own" in n for n in said), said
+
+
+def test_cuda_of_an_object_built_by_a_project_class_with_its_own_cuda_is_kept(tmp_path):
+    # InstantID (held out): its pipelines define `cuda(self, dtype=torch.float16, use_xformers=False)`,
+    # which casts and moves the image projection model; `pipe.to(DEVICE)` skipped both
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pipeline.py").write_text(
+        "import torch\n\n\nclass InstantIDPipeline:\n"
+        "    def cuda(self, dtype=torch.float16, use_xformers=False):\n        return self\n")
+    src = """
+        import torch
+        from pipeline import InstantIDPipeline
+
+
+        class Predictor:
+            def setup(self):
+                self.pipe = InstantIDPipeline.from_pretrained("x")
+                self.pipe.cuda()
+
+
+        def main():
+            pipe = InstantIDPipeline.from_pretrained("x")
+            pipe.cuda()
+            net = torch.nn.Linear(2, 2)
+            net.cuda()
+    """
+    fixed = fix_all(src, str(tmp_path / "infer.py"))
+    assert "self.pipe.cuda()" in fixed and "    pipe.cuda()" in fixed
+    assert "net.to(" in fixed  # an nn.Module's own cuda() is still rewritten

@@ -9,6 +9,8 @@ raised ``TypeError`` on CUDA).
 from __future__ import annotations
 
 import ast
+import functools
+import re
 
 _INDEX_WORDS = ("rank", "idx", "index", "gpu", "_id", "ordinal")
 
@@ -63,6 +65,59 @@ def _own_mover(ctx, call) -> str:
     return f"{cls.name}.{sorted(own)[-1]}" if own else ""
 
 
+_OWN_CUDA = re.compile(rb"^class (\w+)|^[ \t]+def cuda\(self", re.M)
+
+
+@functools.lru_cache(maxsize=16)
+def _classes_with_own_cuda(root: str) -> frozenset[str]:
+    """The project's classes that define their own ``cuda(self, ...)`` (InstantID's pipelines:
+    ``cuda(self, dtype=torch.float16, use_xformers=False)``), read once per project."""
+    from ..project_scan import python_files
+
+    found = set()
+    for _, data in python_files(root):
+        if b"def cuda(self" not in data:
+            continue
+        cls = None
+        for m in _OWN_CUDA.finditer(data):
+            if m.group(1):
+                cls = m.group(1).decode("ascii", "replace")
+            elif cls:
+                found.add(cls)
+    return frozenset(found)
+
+
+def _written(node) -> str:
+    """``pipe`` or ``self.pipe``, whether read or assigned; ``""`` for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return ""
+
+
+def _built_by_own_cuda_class(ctx, receiver) -> str:
+    """The project class with its own ``cuda()`` that made ``receiver`` (``pipe =
+    Pipeline.from_pretrained(...)`` then ``pipe.cuda()``, the name's one assignment in its function or
+    module; ``self.pipe``'s in its class), or ``""``."""
+    from ..project_scan import project_root
+
+    if isinstance(receiver, ast.Name):
+        scope = ctx.enclosing_function(receiver) or ctx.tree
+    elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
+        scope = next((p for p in ctx.ancestors(receiver) if isinstance(p, ast.ClassDef)), None)
+    else:
+        return ""
+    if scope is None or not ctx.path:
+        return ""
+    made = [s.value for s in ctx.walk(scope) if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.value, ast.Call) and _written(s.targets[0]) == _written(receiver)]
+    func = made[0].func if len(made) == 1 else None
+    name = getattr(func.value if isinstance(func, ast.Attribute) else func, "id", "")
+    root = project_root(ctx.path) if name else None
+    return name if root and name in _classes_with_own_cuda(root) else ""
+
+
 class CudaCall:
     name = "cuda_call"
 
@@ -75,6 +130,12 @@ class CudaCall:
             ctx.note(hit, f"not rewritten: the class defines its own `{own.rsplit('.', 1)[1]}()` (`{own}`), "
                           "so `self.cuda()` and `self.to(...)` are the project's methods, not `nn.Module`'s; "
                           "rewritten, they could call each other without end")
+            return None
+        made = _built_by_own_cuda_class(ctx, call.func.value)
+        if made:
+            ctx.note(hit, f"not rewritten: the object is a `{made}`, a class of the project with its own `cuda()` "
+                          "(which may cast, move other parts, or turn on CUDA-only features); `.to(...)` would "
+                          "skip all that. Give the class a device-agnostic method and call it")
             return None
         args, kws = call.args, call.keywords
         if len(args) > 2 or any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in kws):
