@@ -1372,7 +1372,9 @@ def test_cuda_of_an_object_built_by_a_project_class_with_its_own_cuda_is_kept(tm
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "pipeline.py").write_text(
         "import torch\n\n\nclass InstantIDPipeline:\n"
-        "    def cuda(self, dtype=torch.float16, use_xformers=False):\n        return self\n")
+        "    def cuda(self, dtype=torch.float16, use_xformers=False):\n"
+        "        self.to('cuda', dtype)\n        return self\n\n\n"
+        "class Meshes:\n    def cuda(self):\n        return self.to('cuda')\n")
     src = """
         import torch
         from pipeline import InstantIDPipeline
@@ -1389,7 +1391,11 @@ def test_cuda_of_an_object_built_by_a_project_class_with_its_own_cuda_is_kept(tm
             pipe.cuda()
             net = torch.nn.Linear(2, 2)
             net.cuda()
+            meshes = Meshes()
+            meshes.cuda()
     """
-    fixed = fix_all(src, str(tmp_path / "infer.py"))
+    fixed = fix_all(src.replace("import InstantIDPipeline", "import InstantIDPipeline, Meshes"),
+                    str(tmp_path / "infer.py"))
     assert "self.pipe.cuda()" in fixed and "    pipe.cuda()" in fixed
     assert "net.to(" in fixed  # an nn.Module's own cuda() is still rewritten
+    assert "meshes.to(" in fixed  # so is pytorch3d's `Meshes.cuda`, which is `return self.to("cuda")`

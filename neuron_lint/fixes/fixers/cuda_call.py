@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 
 _INDEX_WORDS = ("rank", "idx", "index", "gpu", "_id", "ordinal")
 
@@ -65,26 +64,35 @@ def _own_mover(ctx, call) -> str:
     return f"{cls.name}.{sorted(own)[-1]}" if own else ""
 
 
-_OWN_CUDA = re.compile(rb"^class (\w+)|^[ \t]+def cuda\(self", re.M)
-
-
 @functools.lru_cache(maxsize=16)
 def _classes_with_own_cuda(root: str) -> frozenset[str]:
-    """The project's classes that define their own ``cuda(self, ...)`` (InstantID's pipelines:
-    ``cuda(self, dtype=torch.float16, use_xformers=False)``), read once per project."""
+    """The project's classes that define their own ``cuda(self, ...)`` doing more than
+    ``return self.to(...)`` (InstantID's pipelines: ``cuda(self, dtype=torch.float16,
+    use_xformers=False)`` casts and moves its image projection model; pytorch3d's ``Meshes.cuda``
+    is ``return self.to("cuda")``, which ``.to(device)`` does as well), read once per project."""
     from ..project_scan import python_files
 
     found = set()
     for _, data in python_files(root):
         if b"def cuda(self" not in data:
             continue
-        cls = None
-        for m in _OWN_CUDA.finditer(data):
-            if m.group(1):
-                cls = m.group(1).decode("ascii", "replace")
-            elif cls:
-                found.add(cls)
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for cls in ast.walk(tree):
+            if isinstance(cls, ast.ClassDef) and any(isinstance(f, ast.FunctionDef) and f.name == "cuda"
+                                                     and not _only_moves(f) for f in cls.body):
+                found.add(cls.name)
     return frozenset(found)
+
+
+def _only_moves(method: ast.FunctionDef) -> bool:
+    """Is the method's body (its docstring aside) ``return self.to(...)``?"""
+    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    value = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to"
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == "self")
 
 
 def _written(node) -> str:
