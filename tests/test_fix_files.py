@@ -316,3 +316,17 @@ def test_flake8_and_isort_line_lengths_are_the_projects_too(tmp_path, name, text
     fixed = path.read_text()
     assert "torch.amp.GradScaler(" in fixed and kept in fixed
     assert max(len(line) for line in fixed.splitlines()) <= 100, fixed
+
+
+def test_inserted_definitions_follow_the_indentation_most_of_the_file_uses():
+    """RWKV-v8's layers (held out) indent one helper with tabs and everything else with spaces;
+    LibCST takes the first indented block's tabs, and the inserted DEVICE block was tab-indented."""
+    settings = Settings(select=("NRN2",))
+    mixed = ("import torch\n\n\ndef rosa(x):\n\treturn x\n\n\nclass Layer(torch.nn.Module):\n"
+             "    def __init__(self):\n        super().__init__()\n        self.w = 1\n\n\n"
+             "layer = Layer().cuda()\n")
+    fixed = fix_text(mixed, "layer.py", settings).text
+    assert "DEVICE = (\n    torch.accelerator.current_accelerator()\n" in fixed
+    assert "def rosa(x):\n\treturn x\n" in fixed  # the file's own tabs stay
+    tabbed = "import torch\n\n\ndef main():\n\tif True:\n\t\treturn torch.zeros(2).cuda()\n"
+    assert 'def _current_device():\n\t"""' in fix_text(tabbed, "main.py", settings).text  # a tabbed file keeps tabs

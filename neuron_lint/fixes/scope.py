@@ -24,6 +24,8 @@ With ``--device neuron`` every site gets the plain string ``"neuron"``.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from .decline import Decline
@@ -86,6 +88,19 @@ def imports_torch_conditionally(tree: cst.Module) -> bool:
     return conditional
 
 
+def _indent_unit(text: str, inferred: str) -> str:
+    """The indentation the inserted definitions use: LibCST's (the file's first indented block),
+    unless most of the file's indented lines use the other kind (RWKV-v8's layers: one helper in
+    tabs, everything else in spaces)."""
+    tabs = len(re.findall(r"^\t", text, re.M))
+    spaces = len(re.findall(r"^ +\S", text, re.M))
+    if "\t" in inferred and spaces > tabs:
+        return "    "
+    if "\t" not in inferred and tabs > spaces:
+        return "\t"
+    return inferred
+
+
 def _module_level_statements(body):
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -144,7 +159,7 @@ class DeviceDefinitions:
         if not (self.variable or self.helper):
             return tree
         t = self.rx.module.torch or "torch"
-        indent = tree.default_indent
+        indent = _indent_unit(self.rx.module.text, tree.default_indent)
         config = tree.config_for_parsing
         new: list[cst.BaseStatement] = []
         if self.variable and DEVICE_VAR not in _module_names(tree):
