@@ -168,15 +168,19 @@ def _module_statements(body):
 def expected_to_raise(ctx, node: ast.AST):
     """The ``pytest.raises(...)``/``self.assertRaises(...)`` of the ``with`` block holding ``node``,
     or None: fairscale checks that ``Pipe.cuda()`` and ``.to("cuda")`` are refused, which a rewrite
-    to the current device would stop testing."""
+    to the current device would stop testing. A statement of the block before its last one prepares
+    the input (BasicSR: ``img = torch.rand(...).cuda()`` then ``net(img)`` under
+    ``pytest.raises(AssertionError)``, which ``.cuda()`` itself raises on a CPU-only torch): not held."""
+    child = node
     for p in ctx.ancestors(node):
         if isinstance(p, (ast.With, ast.AsyncWith)):
             for item in p.items:
                 call = item.context_expr
                 if isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) in _RAISES:
-                    return call
+                    return None if child in p.body[:-1] else call
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return None
+        child = p
     return None
 
 
