@@ -231,18 +231,35 @@ def top_imports(ctx) -> list[str]:
     return found
 
 
-def _imports_torch(stmt: ast.stmt) -> bool:
-    """A module-level ``import torch`` (``torch.x``, ``torch as th``), or an ``if``/``try`` holding one."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or is_main_guard(stmt):
-        return False
-    return any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "torch" for a in n.names)
-               for n in ast.walk(stmt))
+def module_level(body):
+    """Every statement that runs at module level (into if/for/while/with/try blocks, not functions or classes)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list):
+                yield from module_level(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from module_level(handler.body)
+
+
+def binds_torch(stmt: ast.stmt) -> bool:
+    """A module-level statement that imports torch (``import torch``, or one under ``if``/``try``)."""
+    if isinstance(stmt, ast.Import):
+        return any(a.name == "torch" or a.name.startswith("torch.") and not a.asname for a in stmt.names)
+    if isinstance(stmt, ast.If) and is_main_guard(stmt):
+        return False  # runs after the module's definitions (see scope._imports_torch)
+    if isinstance(stmt, (ast.If, ast.Try)):
+        return any(binds_torch(s) for s in module_level(stmt.body))
+    return False
 
 
 def torch_imported_after(ctx, node: ast.AST) -> int:
     """The line of the module's first ``import torch`` when ``node`` runs at import above it (RWKV's
     ``RUN_DEVICE = 'cuda'`` before ``import torch``), else 0: what a fix writes there could not name torch."""
-    first = next((s.lineno for s in ctx.tree.body if _imports_torch(s)), 0)
+    first = next((s.lineno for s in ctx.tree.body if binds_torch(s)), 0)
     if not first or node.lineno >= first or ctx.enclosing_function(node) is not None:
         return 0
     return first

@@ -17,7 +17,7 @@ from ..engine.parents import TreeParents
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
 from .local_device import local_device
-from .module_kind import is_main_guard, is_script, is_str, picks_visible_devices
+from .module_kind import binds_torch, is_main_guard, is_script, is_str, module_level, picks_visible_devices
 
 #: The module-level device variable a script gets, and the helper a library module gets.
 DEVICE_VAR = "DEVICE"
@@ -70,31 +70,6 @@ def leading_block_end(tree: ast.Module) -> int:
             break
         end = stmt.end_lineno or stmt.lineno
     return end
-
-
-def _module_level(body):
-    """Every statement that runs at module level (into if/for/while/with/try blocks, not functions or classes)."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, name, None)
-            if isinstance(inner, list):
-                yield from _module_level(inner)
-        for handler in getattr(stmt, "handlers", ()):
-            yield from _module_level(handler.body)
-
-
-def _binds_torch(stmt: ast.stmt) -> bool:
-    """A module-level statement that imports torch (``import torch``, or one under ``if``/``try``)."""
-    if isinstance(stmt, ast.Import):
-        return any(a.name == "torch" or a.name.startswith("torch.") and not a.asname for a in stmt.names)
-    if isinstance(stmt, ast.If) and is_main_guard(stmt):
-        return False  # runs after the module's definitions (see scope._imports_torch)
-    if isinstance(stmt, (ast.If, ast.Try)):
-        return any(_binds_torch(s) for s in _module_level(stmt.body))
-    return False
 
 
 def bound_names(tree: ast.AST) -> dict[str, int]:
@@ -237,7 +212,7 @@ class PlanContext:
         end = leading_block_end(self.tree)
         body = self.tree.body
         for i, stmt in enumerate(body):
-            if _binds_torch(stmt) and (stmt.end_lineno or stmt.lineno) > end:
+            if binds_torch(stmt) and (stmt.end_lineno or stmt.lineno) > end:
                 # ... and after the rest of that run of imports (never between two of them)
                 j = i
                 while j + 1 < len(body) and _is_import_block(body[j + 1]):
@@ -248,7 +223,7 @@ class PlanContext:
     @cached_property
     def torch_only_conditionally(self) -> bool:
         """Is torch imported only under ``if``/``try`` at module level (``if is_torch_available():``)?"""
-        top = [s for s in self.tree.body if _binds_torch(s)]
+        top = [s for s in self.tree.body if binds_torch(s)]
         return bool(top) and not any(isinstance(s, ast.Import) for s in top)
 
     @cached_property
@@ -262,7 +237,7 @@ class PlanContext:
             name = stmt.targets[0].id
             if name not in REUSABLE_NAMES or not _is_device_definition(self, stmt.value):
                 continue
-            definitions = sum(1 for s in _module_level(self.tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+            definitions = sum(1 for s in module_level(self.tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
                               and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name
                               and _is_device_definition(self, s.value))
             if self.bound.get(name, 0) == definitions:
@@ -299,21 +274,21 @@ class PlanContext:
         if self.neuron:
             return {"device": "neuron"}, ""
         stmt = self.device_variable
-        module_level = self.at_module_level(node)
+        at_top = self.at_module_level(node)
         if stmt is not None:
             name = stmt.targets[0].id
-            if module_level and node.lineno <= (stmt.end_lineno or stmt.lineno) and not self.in_device_definition(node):
+            if at_top and node.lineno <= (stmt.end_lineno or stmt.lineno) and not self.in_device_definition(node):
                 return {}, f"the site runs before the module's device variable `{name}` is defined"
             return {"device": "var", "name": name}, ""
         if self.is_script and not self.torch_only_conditionally and not picks_visible_devices(self):
             if not self.bound.get(DEVICE_VAR, 0):
-                if module_level and node.lineno <= self.leading_end:
+                if at_top and node.lineno <= self.leading_end:
                     return {}, "the site runs among the imports, before a device variable could be defined"
                 return {"device": "script"}, ""
-            if module_level:
+            if at_top:
                 return {}, f"the module already uses the name {DEVICE_VAR} for something else"
             # the name DEVICE is taken (a class attribute, a local...): a function gives the device instead
-        if module_level and not self.under_main_guard(node):
+        if at_top and not self.under_main_guard(node):
             return {}, ("a library module would probe the device when it is imported; "
                         "pass the device in, or choose it inside a function")
         if self.bound.get(DEVICE_HELPER, 0) and not self.has_device_helper:

@@ -216,7 +216,7 @@ def _blank_lines_before(stmt) -> int:
 
 def _imports_torch(stmt) -> bool:
     """A module-level statement that binds ``torch`` (``import torch``, ``import torch.nn``, or one
-    under ``if``/``try``), as :func:`neuron_lint.fixes.plan._binds_torch` sees it. ``import
+    under ``if``/``try``), as :func:`neuron_lint.fixes.module_kind.binds_torch` sees it. ``import
     torch.distributed as dist`` binds ``dist``, and the ``__main__`` block runs after the module's
     definitions, so neither counts (diffusers' gligen script imports ``torch.distributed`` there)."""
     if isinstance(stmt, cst.If) and _is_main_guard(stmt):
