@@ -338,4 +338,3 @@ def _int4_packing(ctx) -> str:
         return ""
     return next((ctx.segment(n) for n in ctx.walk(ctx.tree)
                  if isinstance(n, ast.Attribute) and n.attr in _INT4_PACKING), "")
-
