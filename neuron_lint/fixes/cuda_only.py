@@ -315,12 +315,14 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
         return (f"not rewritten: the module hands tensors to the project's own compiled CUDA operators ({kernels}), "
                 "which take CUDA tensors only; its CUDA code feeds them, and rewritten, it would send neuron "
                 "tensors into a CUDA kernel. Give Trainium its own implementation of the operator")
-    packed = _int4_packing(ctx)
+    found = ctx.__dict__.get("_nrn_module_kernels")
+    if found is None:  # module-wide answers, asked once per module
+        found = ctx.__dict__["_nrn_module_kernels"] = (_int4_packing(ctx), gloo_group(ctx))
+    packed, gloo = found
     if packed:
         return (f"not rewritten: the module packs int4 weights with `{packed}`, whose kernel and packed layout "
                 "are CUDA's (tinygemm; CPU has its own operator); rewritten, it would hand neuron tensors to it. "
                 "Keep it for GPU runs; quantize for Trainium its own way")
-    gloo = gloo_group(ctx)
     if gloo:
         return (f"not rewritten: the module's process group is gloo (line {gloo}), which carries CPU and CUDA "
                 "tensors only; rewritten, Trainium would train on its NeuronCores inside a gloo group, and DDP "

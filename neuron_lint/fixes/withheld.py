@@ -31,7 +31,7 @@ import ast
 
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
-from .module_kind import is_str, is_test_path, torch_imported_after
+from .module_kind import is_str, is_test_path, module_level, torch_imported_after
 from .own_extension import operator_library, own_extension
 
 
@@ -134,7 +134,7 @@ def torch_only_under_guard(ctx) -> bool:
     if found is None:
         top = {id(s) for s in ctx.tree.body}
         guarded = False
-        for stmt in _module_statements(ctx.tree.body):
+        for stmt in module_level(ctx.tree.body):
             if isinstance(stmt, ast.Import):
                 names = [a.name for a in stmt.names if a.name.split(".")[0] == "torch"]
                 binds = any(a.name.split(".")[0] == "torch" and (a.asname or a.name.split(".")[0]) == "torch"
@@ -150,19 +150,6 @@ def torch_only_under_guard(ctx) -> bool:
             guarded = guarded or bool(names)
         found = ctx.__dict__["_nrn_torch_guarded"] = guarded
     return found
-
-
-def _module_statements(body):
-    """The statements that run at module level: into ``if``/``try``/``with`` blocks, not into definitions."""
-    for stmt in body:
-        yield stmt
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list):
-                    yield from _module_statements(inner)
-            for handler in getattr(stmt, "handlers", ()):
-                yield from _module_statements(handler.body)
 
 
 def expected_to_raise(ctx, node: ast.AST):
