@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -9,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # The cache signs its entries with a key kept in the user's cache folder: the suite (and every
 # neuron-lint it starts) gets a folder of its own instead of the user's.
+# Each process of the suite (pytest-xdist workers included) removes its own folder when it ends.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="neuron-lint-tests-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
