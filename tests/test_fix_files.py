@@ -29,7 +29,7 @@ import torch  # the framework
 
 def build(width):
     model = torch.nn.Linear(width, width).cuda()   # keep   spacing
-    x = torch.zeros(2, width, device='cuda')
+    x = torch.zeros(2, width, device="cuda")
     return model(x.cuda(non_blocking=True))
 
 
@@ -62,7 +62,7 @@ def test_bytes_outside_the_edits_are_kept():
     it = iter(out.splitlines(keepends=True))
     for line in kept:  # every untouched line is still there, in order, byte for byte
         assert any(line == other for other in it), f"lost or changed: {line!r}"
-    assert "# keep   spacing" in out and "'cuda'" not in out
+    assert "# keep   spacing" in out and '"cuda"' not in out
 
 
 def test_crlf_bom_and_mode_are_kept(tmp_path):
@@ -217,7 +217,7 @@ def test_check_fix_and_device_neuron(cli, tmp_path):
     path = write(tmp_path / "t.py", SCRIPT)
     r = cli("check", "--fix", "--device", "neuron", "--output-format", "concise", str(path))
     text = path.read_text()
-    assert '.to("neuron")' in text and "device='neuron'" in text and "DEVICE" not in text
+    assert '.to("neuron")' in text and 'device="neuron"' in text and "DEVICE" not in text
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -243,7 +243,7 @@ def test_flag_lines_never_leave_an_empty_block():
     out = fix_text(src, "m.py", Settings(select=("NRN209",), unsafe_fixes=True)).text
     ast.parse(out)
     assert "pass" not in out and "_logger = logging.getLogger('validate')" in out
-    assert 'torch.set_float32_matmul_precision("high")' in out  # the device-agnostic equivalent of TF32 on
+    assert "torch.set_float32_matmul_precision('high')" in out  # the device-agnostic equivalent of TF32 on
 
 
 def test_the_edits_of_many_fixes_in_one_file_add_up_to_the_fix():

@@ -152,3 +152,68 @@ def test_a_script_importing_the_compiling_module_from_its_own_folder_keeps_its_c
     (tmp_path / "RWKV-v1" / "src" / "model.py").write_text("import torch\n")
     assert "GPT().to(DEVICE)" in fix_text(train, str(tmp_path / "RWKV-v1" / "train.py"), SETTINGS).text
 
+
+
+EXT_SETUP = (
+    "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+    "setup(name='{name}', ext_modules=[CUDAExtension('{name}', ['k.cu'])], cmdclass={{'build_ext': BuildExtension}})\n"
+)
+
+
+def test_modules_around_an_extension_built_by_name_keep_their_cuda(tmp_path):
+    """Swin's kernels/window_process (held-out set 23) and Mask2Former's pixel_decoder/ops (set 22): a
+    setup.py builds a top-level extension module; the module importing it, its test, and a script
+    importing from that module feed its CUDA kernel (its CPU kernel, where there is one, only raises)."""
+    ops = tmp_path / "ops"
+    (ops / "functions").mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (ops / "setup.py").write_text(EXT_SETUP.format(name="DeformAttn"))
+    (ops / "functions" / "__init__.py").write_text("")
+    wrapper = "import torch\nimport DeformAttn as DA\n\n\ndef run(x):\n    return DA.forward(x.cuda())\n"
+    (ops / "functions" / "attn_func.py").write_text(wrapper)
+    script = "import torch\nfrom functions.attn_func import run\n\nvalue = torch.rand(2).cuda()\nprint(run(value))\n"
+    (ops / "test.py").write_text(script)
+    unit = "import torch\nimport DeformAttn\n\nx = torch.rand(2).cuda()\n"
+    (ops / "unit_test.py").write_text(unit)
+    settings = Settings(select=("NRN2",), unsafe_fixes=True)
+    for name, text in (("functions/attn_func.py", wrapper), ("test.py", script), ("unit_test.py", unit)):
+        path = str(ops / name)
+        assert fix_text(text, path, settings).text == text, name
+        notes = [f.fix_note for f in check_source(text, path, settings)]
+        assert notes and all("`DeformAttn`" in n for n in notes), (name, notes)
+    # a module elsewhere in the project that only imports the package around it is rewritten
+    other = "import torch\n\nx = torch.rand(2).cuda()\n"
+    (tmp_path / "train.py").write_text(other)
+    assert ".to(DEVICE)" in fix_text(other, str(tmp_path / "train.py"), settings).text
+
+
+def test_a_subproject_the_project_installs_keeps_the_device_choice_and_rank_maps_are_rewritten(tmp_path):
+    """stable-fast-3d (set 22): texture_baker/setup.py builds operators with CPU, CUDA and MPS kernels,
+    and sf3d imports the package. `get_device()` keeps its CUDA test and the "cuda" it picks; a rank
+    taken modulo the device count (GLIP's SLURM setup) decides no path and is rewritten."""
+    (tmp_path / ".git").mkdir()
+    baker = tmp_path / "texture_baker"
+    (baker / "texture_baker").mkdir(parents=True)
+    (baker / "setup.py").write_text(EXT_SETUP.format(name="texture_baker._C"))
+    (baker / "texture_baker" / "__init__.py").write_text("")
+    (tmp_path / "sf3d").mkdir()
+    (tmp_path / "sf3d" / "system.py").write_text("from texture_baker import TextureBaker\n")
+    utils = (
+        "import torch\n\n\ndef get_device():\n    device = 'cpu'\n    if torch.cuda.is_available():\n"
+        "        device = 'cuda'\n    return device\n\n\n"
+        "def local_gpu(rank):\n    return rank % torch.cuda.device_count()\n"
+    )
+    path = str(tmp_path / "sf3d" / "utils.py")
+    fixed = fix_text(utils, path, Settings(select=("NRN2",), unsafe_fixes=True)).text
+    assert "    if torch.cuda.is_available():\n        device = 'cuda'\n" in fixed
+    assert "return rank % torch.accelerator.device_count()" in fixed
+    notes = [f.fix_note for f in check_source(utils, path, SETTINGS)]
+    assert any("`BuildExtension` in texture_baker/setup.py" in n for n in notes)
+    # a vendored CUDA-only library (jukebox's copy of apex) is not the project's own operators
+    (baker / "texture_baker").rename(baker / "apex")
+    (tmp_path / "sf3d" / "system.py").write_text("from apex import amp\n")
+    from neuron_lint.fixes import own_extension
+
+    own_extension._built_by.cache_clear()
+    fixed = fix_text(utils, path, Settings(select=("NRN2",), unsafe_fixes=True)).text
+    assert "if torch.accelerator.is_available():" in fixed

@@ -35,6 +35,83 @@ def _built_by(root: str) -> str:
     for file, source in _compiling_modules(root).items():
         name = os.path.relpath(file, root).replace(os.sep, "/")
         return f"`{source}` compiled by `cpp_extension` in {name}"
+    return _installed_subproject(root)
+
+
+@functools.lru_cache(maxsize=64)
+def _setups(root: str) -> list[tuple[str, bytes]]:
+    """The ``setup.py`` files of the project (its own and those of folders below it) that build
+    extensions with ``torch.utils.cpp_extension``: (folder, text)."""
+    return [(os.path.dirname(os.path.abspath(file)), data)
+            for file, data in python_files(root, lambda parts, name: name == "setup.py") if _BUILDS.search(data)]
+
+
+_VENDORED_CUDA_LIBRARIES = frozenset({"apex", "xformers", "flash_attn", "bitsandbytes"})
+
+
+def _installed_subproject(root: str) -> str:
+    """A folder below the root with a ``setup.py`` building extensions, whose package the project
+    imports (stable-fast-3d's ``texture_baker/``, installed with ``pip install texture_baker/``: its
+    operators have CPU, CUDA and MPS kernels only), as the note names it, or ``""``. A vendored
+    CUDA-only library (jukebox's apex) is another rule's (NRN6xx)."""
+    here = os.path.abspath(root)
+    for folder, _data in _setups(root):
+        if folder == here:
+            continue
+        try:
+            packages = sorted(d for d in os.listdir(folder) if d not in _VENDORED_CUDA_LIBRARIES and d.isidentifier()
+                              and os.path.isfile(os.path.join(folder, d, "__init__.py")))
+        except OSError:
+            continue
+        if not packages:
+            continue
+        imports = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(?:" + "|".join(packages).encode() + rb")\b", re.M)
+        for file, data in python_files(root):
+            if not os.path.abspath(file).startswith(folder + os.sep) and imports.search(data):
+                shown = os.path.relpath(os.path.join(folder, "setup.py"), root).replace(os.sep, "/")
+                return f"`{_BUILDS.search(_data).group(1).decode()}` in {shown}"
+    return ""
+
+
+def _extension_modules(root: str) -> frozenset[str]:
+    """The top-level extension modules the project's setup.py files build by name
+    (``CUDAExtension("swin_window_process", ...)``; Mask2Former's ``MultiScaleDeformableAttention``):
+    a kernel package of their own. (A package's ``_C``, like detectron2's, is not one.)"""
+    names = set()
+    for _folder, data in _setups(root):
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and "extension" in _callee(node.func).lower():
+                given = node.args[:1] + [k.value for k in node.keywords if k.arg == "name"]
+                names.update(a.value for a in given if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                             and a.value.isidentifier())
+    return frozenset(names)
+
+
+def _callee(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _imports_extension(data: bytes, names: frozenset[str]) -> str:
+    """The first of ``names`` that the module ``data`` imports, or ``""``."""
+    if not any(n.encode() in data for n in names):
+        return ""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found = [a.name for a in node.names if a.name in names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found = [node.module] if node.module in names else []
+        else:
+            continue
+        if found:
+            return found[0]
     return ""
 
 
@@ -52,6 +129,23 @@ def _compiling_modules(root: str) -> dict[str, str]:
     return found
 
 
+@functools.lru_cache(maxsize=64)
+def _kernel_modules(root: str) -> dict[str, str]:
+    """The modules that load the project's kernels, each as the note names what it loads: those of
+    :func:`_compiling_modules`, and those importing an extension module a setup.py of the project
+    builds by name (Mask2Former's ``ms_deform_attn_func.py``: ``import MultiScaleDeformableAttention``,
+    whose CPU kernel only raises)."""
+    found = {file: f"`{source}`, compiled by" for file, source in _compiling_modules(root).items()}
+    extensions = _extension_modules(root)
+    if extensions:
+        for file, data in python_files(root, lambda parts, name: name != "setup.py"
+                                       and not is_test_path(os.path.join(*parts, name))):
+            name = _imports_extension(data, extensions)
+            if name:
+                found.setdefault(os.path.abspath(file), f"the extension `{name}`, imported by")
+    return found
+
+
 def kernel_wrapper(ctx) -> str:
     """The project's module compiling CUDA sources (:func:`_compiling_modules`) that this module
     imports from, anywhere in it, as the note names it, or ``""``. stable-dreamfusion's
@@ -66,13 +160,19 @@ def kernel_wrapper(ctx) -> str:
 
 def _kernel_wrapper(ctx) -> str:
     root = project_root(ctx.path) if ctx.path else None
-    compiling = _compiling_modules(root) if root else {}
+    compiling = _kernel_modules(root) if root else {}
     if not compiling:
         return ""
     here = os.path.abspath(ctx.path)
     if here in compiling:
-        return f"its own `{compiling[here]}`"
+        return "its own " + compiling[here].rpartition(",")[0]
+    extensions = _extension_modules(root)
     for node in ctx.walk(ctx.tree):
+        imported = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        built = next((name for name in imported if name in extensions), None)
+        if built:  # the extension itself (Swin's kernels/window_process/unit_test.py)
+            return f"the extension `{built}`"
         if isinstance(node, ast.ImportFrom):
             bases = [os.path.dirname(here)]
             for _ in range(node.level - 1):
@@ -91,7 +191,7 @@ def _kernel_wrapper(ctx) -> str:
                 for file in (stem + ".py", os.path.join(stem, "__init__.py")):
                     if file in compiling:
                         shown = os.path.relpath(file, root).replace(os.sep, "/")
-                        return f"`{compiling[file]}`, compiled by {shown}"
+                        return f"{compiling[file]} {shown}"
     return ""
 
 

@@ -123,6 +123,13 @@ class Module:
         self._regions: dict[Path | None, Region] = {}
         self._replaced: dict[int, tuple[int, list]] = {}  # id(block of a rebuilt top statement) -> (index, [(path, nodes)])
 
+    @cached_property
+    def quote(self) -> str:
+        """The quote most of the module's one-line string literals use (:mod:`.quotes`)."""
+        from .quotes import preferred_quote
+
+        return preferred_quote(self.text)
+
     # ------------------------------------------------------------------ lines
     def _lines_of(self, node: cst.CSTNode) -> int:
         n = self._newlines.get(id(node))

@@ -27,6 +27,7 @@ from . import load_fixer
 from .decline import Decline
 from .edits import minimal_edits
 from .nodes import attribute
+from .quotes import requote
 from .regions import Module
 from .removed_comments import is_emptied, keep_comments
 from .scope import DeviceDefinitions
@@ -207,7 +208,7 @@ class _Apply(cst.CSTTransformer):
                 continue
             if new is None:
                 continue
-            updated = new
+            updated = requote(updated, new, lambda: self.rx.module.quote)
             done_here = f.fix
             self.applied.append(i)
         if is_emptied(original_node, updated):

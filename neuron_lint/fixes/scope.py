@@ -31,6 +31,7 @@ import libcst as cst
 from .decline import Decline
 from .line_length import line_length
 from .plan import DEVICE_HELPER, DEVICE_VAR
+from .quotes import requote
 
 _VARIABLE = """{name} = (
 {i}{t}.accelerator.current_accelerator()
@@ -165,9 +166,10 @@ class DeviceDefinitions:
         if self.variable and DEVICE_VAR not in _module_names(tree):
             one_line = _ONE_LINE_VARIABLE.format(name=DEVICE_VAR, t=t)
             template = one_line if len(one_line) <= line_length() else _VARIABLE.format(name=DEVICE_VAR, i=indent, t=t)
-            new.append(cst.parse_statement(template, config=config))
+            new.append(requote(None, cst.parse_statement(template, config=config), lambda: self.rx.module.quote))
         if self.helper and DEVICE_HELPER not in _module_names(tree):
-            new.append(cst.parse_statement(_HELPER.format(helper=DEVICE_HELPER, i=indent, t=t), config=config))
+            helper = cst.parse_statement(_HELPER.format(helper=DEVICE_HELPER, i=indent, t=t), config=config)
+            new.append(requote(None, helper, lambda: self.rx.module.quote))
         if not new:
             return tree
         body = list(tree.body)

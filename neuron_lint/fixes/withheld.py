@@ -207,9 +207,18 @@ def test_gate(ctx, node: ast.AST) -> str:
 def _gate(ctx, node: ast.AST) -> str:
     """The CUDA availability check or device count (a test of where to run) in ``node``, as written, or ``""``."""
     for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES:
+        if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES and not _divides(ctx, n):
             return ctx.segment(n) or ctx.qualname(n)
     return ""
+
+
+def _divides(ctx, attr: ast.Attribute) -> bool:
+    """``rank % torch.cuda.device_count()``: the count maps ranks to devices and decides no path (GLIP's
+    SLURM setup beside a rewritten ``set_device`` and backend; on Trainium CUDA's count is 0)."""
+    call = ctx.parent(attr)
+    parent = ctx.parent(call) if isinstance(call, ast.Call) and call.func is attr else None
+    return (isinstance(parent, ast.BinOp) and parent.right is call
+            and isinstance(parent.op, (ast.Mod, ast.FloorDiv, ast.Div)))
 
 
 def cuda_class(ctx, node: ast.AST) -> str:

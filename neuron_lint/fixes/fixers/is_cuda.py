@@ -24,6 +24,7 @@ import re
 
 from ..cuda_only import cuda_only_call as _cuda_only_call
 from ..cuda_only import dotted as _dotted
+from ..name_words import name_words
 
 #: Where the value only asks "is it on an accelerator?" and decides no code.
 _HARMLESS_KEYWORDS = frozenset({"pin_memory", "non_blocking"})
@@ -159,6 +160,28 @@ def _complex_call(ctx, call: ast.Call) -> str:
     return f"`{qual}` (complex tensors, which Trainium decomposes into real ones: NRN303)" if qual in _COMPLEX else ""
 
 
+#: Words of a flag's name (``use_cuda``, ``cuda_enabled``): a question, not something made for CUDA.
+_FLAG_WORDS = frozenset({"use", "is", "has", "with", "enable", "enabled", "on", "available", "no", "not"})
+
+
+def _cuda_named_value(ctx, n) -> str:
+    """A value the project named for CUDA and took without calling it (GLIP's ``loss_func =
+    sigmoid_focal_loss_cuda``, its compiled operator; vit-pytorch's ``self.cuda_config``, None off
+    CUDA), as written, or ``""``. Calls are :func:`cuda_only_call`'s; flags (``use_cuda``) are questions."""
+    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+        ident = n.id
+    elif (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr not in ("cuda", "is_cuda")
+          and not (ctx.qualname(n) or "").startswith("torch.")):
+        ident = n.attr
+    else:
+        return ""
+    parent = ctx.parent(n)
+    if isinstance(parent, ast.Call) and parent.func is n:
+        return ""
+    words = set(name_words(ident))
+    return ctx.segment(n) or ident if "cuda" in words and not words & _FLAG_WORDS else ""
+
+
 class IsCuda:
     name = "is_cuda"
 
@@ -190,6 +213,13 @@ class IsCuda:
                             "a `neuron` tensor would reach it. `is_cuda` is the right question there: keep it (the "
                             "CUDA path keeps working, and other devices keep taking the other path)"))
                         return None
+                named = _cuda_named_value(ctx, n)
+                if named:
+                    ctx.note(hit, (
+                        f"not rewritten: the code this test lets run takes `{named}` (line {n.lineno}), which the "
+                        "project made for CUDA (a CUDA operator, a CUDA-only setting); on Trainium a `neuron` "
+                        "tensor would get it. Keep `is_cuda`, or give Trainium its own"))
+                    return None
                 if _cuda_api_sites(ctx, n):
                     sites.append(list(ctx.span(n)))
         outer = ctx.parent(expr)
