@@ -303,6 +303,11 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
         return (f"not rewritten: the module imports `{runtime}`, which drives CUDA GPUs only, so its device "
                 "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
                 "break on CUDA or do nothing elsewhere. Give Trainium its own path")
+    branch = _runtime_branch(ctx, node)
+    if branch is not None:
+        return (f"not rewritten: the branch imports `{branch.names[0].name}` (line {branch.lineno}), which drives "
+                "CUDA GPUs only, so its device is the GPU that runtime needs (yolov5's TensorRT backend hands it "
+                "raw pointers); rewritten, it would get another device's tensors. Give Trainium its own path")
     if uses_bitsandbytes(ctx, node):
         return ("not rewritten: the module uses bitsandbytes, whose kernels and 8-bit optimizers run on CUDA and "
                 "whose quantized parameters quantize when moved with `cuda()` (`.to(device)` does so only for "
@@ -328,6 +333,21 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
                 "tensors only; rewritten, Trainium would train on its NeuronCores inside a gloo group, and DDP "
                 "fails there. Give the group the device's backend (`dist.get_default_backend_for_device`) first")
     return ""
+
+
+def _runtime_branch(ctx, node: ast.AST) -> ast.Import | None:
+    """The ``import tensorrt`` (or another CUDA runtime) of a block holding ``node``, above it (yolov5's
+    ``elif engine:  import tensorrt as trt ... device = torch.device("cuda:0")``), or None."""
+    child = node
+    for parent in ctx.ancestors(node):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if isinstance(block, list) and child in block:
+                for stmt in block[:block.index(child)]:
+                    if isinstance(stmt, ast.Import) and stmt.names[0].name.split(".")[0] in _CUDA_RUNTIMES:
+                        return stmt
+        child = parent
+    return None
 
 
 _INT4_PACKING = frozenset({"_convert_weight_to_int4pack", "_weight_int4pack_mm"})

@@ -34,10 +34,21 @@ def _parameter(ctx, node) -> tuple[ast.AST, str] | None:
 def _amp_call_given(ctx, scope, name: str) -> ast.Call | None:
     """The first ``GradScaler``/``autocast`` call in ``scope`` that is handed the name ``name``."""
     for n in ctx.walk(scope):
-        if isinstance(n, ast.Call) and short(ctx, n.func).rsplit(".", 1)[-1] in _AMP:
-            if any(isinstance(v, ast.Name) and v.id == name for v in (*n.args, *(k.value for k in n.keywords))):
+        if not isinstance(n, ast.Call):
+            continue
+        func, args = n.func, n.args
+        if short(ctx, func).rsplit(".", 1)[-1] == "partial" and args:  # open_clip's `partial(torch.amp.autocast, ...)`
+            func, args = args[0], args[1:]
+        if short(ctx, func).rsplit(".", 1)[-1] in _AMP:
+            if any(isinstance(v, ast.Name) and v.id == name for v in (*args, *(k.value for k in n.keywords))):
                 return n
     return None
+
+
+def amp_callee(ctx, call: ast.Call) -> str:
+    """The ``GradScaler``/``autocast`` that :func:`_amp_call_given` found, as written (inside ``partial``)."""
+    func = call.args[0] if short(ctx, call.func).rsplit(".", 1)[-1] == "partial" and call.args else call.func
+    return short(ctx, func)
 
 
 def default_for_amp(ctx, node) -> ast.Call | None:

@@ -43,6 +43,7 @@ from .device_choice import (
 )
 from .device_defaults import plan_default, rewrite_default
 from .device_destinations import (
+    amp_callee,
     asserted_by_test,
     assigned_checked_as_cuda,
     assigned_for_amp,
@@ -210,12 +211,12 @@ def _kept_literal(ctx, node) -> str:
                 "and `!= \"cpu\"` by hand")
     amp = default_for_amp(ctx, node) if not ctx.neuron else None
     if amp is not None:
-        return (f"the parameter goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which switches itself "
+        return (f"the parameter goes to `{amp_callee(ctx, amp)}` (line {amp.lineno}), which switches itself "
                 "off on a host without CUDA; with the current device type it would run on the CPU there. Pass "
                 "`enabled=<device type> != \"cpu\"` to it, then rewrite the default")
     amp = assigned_for_amp(ctx, node) if not ctx.neuron else None
     if amp is not None:
-        return (f"the variable goes to `{short(ctx, amp.func)}` (line {amp.lineno}), which switches itself "
+        return (f"the variable goes to `{amp_callee(ctx, amp)}` (line {amp.lineno}), which switches itself "
                 "off on a host without CUDA; with the current device type it would run on the CPU there. Pass "
                 "`enabled=<device type> != \"cpu\"` to it, then rewrite the string")
     checked = default_checked_as_cuda(ctx, node)

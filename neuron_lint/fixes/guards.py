@@ -233,6 +233,10 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if kernel:
         return None, (f"the code it decides calls {kernel}; on Trainium the guard would let it run. Keep the CUDA "
                       "test there (the CUDA path keeps working, other devices keep the other path)")
+    build = _cpu_build_choice(ctx, call)
+    if build:
+        return None, (f"without CUDA it picks {build}, a CPU build of another package: the test chooses which "
+                      "build of that software to install or load, and Trainium needs its CPU build too. Keep it")
     gpu = _gpu_choice(ctx, nodes, call)
     if gpu:
         return None, (f"the code it decides picks {gpu}, which names the GPU: in this project that is likely "
@@ -277,6 +281,19 @@ def _gpu_choice(ctx, nodes, guard) -> str:
                 if name and names_gpu(name):
                     return f"`{name}(...)` (line {n.lineno})"
     return ""
+
+
+def _cpu_build_choice(ctx, guard) -> str:
+    """``f"tensorflow{'' if torch.cuda.is_available() else '-cpu'}"`` (yolov5's export): the string
+    naming a CPU build (``-cpu``, ``faiss-cpu``) in the arm the test takes without CUDA, or ``""``."""
+    choice = ctx.parent(guard)
+    if not (isinstance(choice, ast.IfExp) and choice.test is guard):
+        return ""
+    return next((f"`{n.value!r}` (line {n.lineno})" for n in ast.walk(choice.orelse)
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and _CPU_BUILD.search(n.value)), "")
+
+
+_CPU_BUILD = re.compile(r"[-_]cpu$", re.IGNORECASE)
 
 
 def _cuda_only_code(ctx, nodes, guard) -> str:

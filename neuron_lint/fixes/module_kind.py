@@ -142,6 +142,19 @@ def picks_visible_devices(ctx) -> bool:
     return found
 
 
+def child_visible_devices(ctx) -> int:
+    """The line where the module gives the processes it starts their ``CUDA_VISIBLE_DEVICES``
+    (audiocraft's FAD metric: ``env["CUDA_VISIBLE_DEVICES"] = str(gpu_index)`` for TensorFlow
+    subprocesses, one per GPU it counted), or 0. Its own ``os.environ`` does not count."""
+    if "CUDA_VISIBLE_DEVICES" not in ctx.text:
+        return 0
+    for n in ctx.walk(ctx.tree):
+        if (isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name)
+                and isinstance(n.slice, ast.Constant) and n.slice.value == "CUDA_VISIBLE_DEVICES"):
+            return n.lineno
+    return 0
+
+
 _TARGETS = re.compile(rb"^[ \t-]*(?:target|_target_|class_path)[ \t]*:[ \t]*['\"]?([A-Za-z_][\w.]+)", re.MULTILINE)
 # `from src.helper import (` names its module too: the names in brackets may go on below
 _IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+|\.+)[ \t]+import[ \t]+\(?[ \t]*([\w, \t]*)|import[ \t]+([\w., \t]+))",

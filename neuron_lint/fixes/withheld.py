@@ -31,7 +31,7 @@ import ast
 
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
-from .module_kind import is_str, is_test_path, module_level, torch_imported_after
+from .module_kind import child_visible_devices, is_str, is_test_path, module_level, torch_imported_after
 from .own_extension import operator_library, own_extension
 
 
@@ -107,6 +107,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the module uses `{library}`, whose operators run on the CPU and CUDA only; this "
                 "test sends Trainium down the CPU path, the one that works there. Rewritten, neuron tensors "
                 "would reach those operators")
+    child = gate and child_visible_devices(ctx)
+    if child:
+        return (f"not rewritten: the module gives the processes it starts their `CUDA_VISIBLE_DEVICES` (line "
+                f"{child}), so the GPUs this counts are theirs, for software that sees CUDA only; counting the "
+                "accelerator's devices would hand NeuronCores to it")
     built = gate and own_extension(ctx.path)
     if built:
         return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
