@@ -132,6 +132,19 @@ class RewriteContext:
             return dev
         return attribute(dev, "type")
 
+    def on_an_accelerator(self, dev_type: cst.BaseExpression, site: cst.CSTNode, quote: str = '"') -> cst.BaseExpression:
+        """``<device type> != "cpu"``: is the current device an accelerator? For the library helper's
+        ``_current_device().type`` that is ``torch.accelerator.is_available()``, the same answer
+        without a second call of the helper in one expression."""
+        from .nodes import string
+        from .plan import DEVICE_HELPER
+
+        value = dev_type.value if isinstance(dev_type, cst.Attribute) else None
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == DEVICE_HELPER:
+            return cst.Call(func=self.dotted("torch.accelerator.is_available", site))
+        return cst.Comparison(left=dev_type.deep_clone(), comparisons=[cst.ComparisonTarget(
+            operator=cst.NotEqual(), comparator=string("cpu", quote))])
+
     # ------------------------------------------------------------------ the end
     def finish(self, tree: cst.Module) -> cst.Module:
         if self._codemod is not None:  # an import to add or remove

@@ -286,7 +286,7 @@ class Amp:
         if mode == "autocast":
             args = _device_dtype(rx, args, dev_type)
             args = _cuda_default_dtype(rx, args, original)
-        args = _off_on_cpu(args, dev_type, 5 if mode == "GradScaler" else None)
+        args = _off_on_cpu(args, dev_type, rx.on_an_accelerator(dev_type, original), 5 if mode == "GradScaler" else None)
         return updated.with_changes(func=func, args=with_commas(args, updated.whitespace_before_args))
 
 
@@ -310,7 +310,8 @@ def _rewrite_literal_call(rx, original, updated, data):
     args[at] = args[at].with_changes(value=new_type)
     if data["enabled_at"] == 2:  # autocast, not GradScaler
         args = _device_dtype(rx, args, new_type)
-    args = _off_on_cpu(args, new_type, data["enabled_at"], quote_of(original.args[at].value))
+    off = rx.on_an_accelerator(new_type, original, quote_of(original.args[at].value))
+    args = _off_on_cpu(args, new_type, off, data["enabled_at"])
     return updated.with_changes(args=with_commas(args, updated.whitespace_before_args))
 
 
@@ -392,23 +393,21 @@ def _cuda_default_dtype(rx, args: list, original) -> list:
     return [args[0], keyword("dtype", rx.dotted("torch.float16", original)), *args[1:]]
 
 
-def _off_on_cpu(args: list, dev_type, enabled_at: int | None, quote: str = '"') -> list:
+def _off_on_cpu(args: list, dev_type, off, enabled_at: int | None) -> list:
     """Keep the object off on a CPU-only host, as the CUDA one was there: ``torch.cuda.amp.autocast()``,
     ``GradScaler()`` and ``torch.autocast("cuda")`` switch themselves off where CUDA is missing, but
     ``torch.autocast("cpu")`` would run the model in bfloat16 and ``GradScaler("cpu")`` would scale.
-    ``enabled`` becomes ``<device type> != "cpu"`` (``<given> and <device type> != "cpu"``);
-    ``enabled_at``: the position of a positional ``enabled``."""
+    ``enabled`` becomes ``off``, ``<device type> != "cpu"`` (``<given> and <device type> != "cpu"``;
+    :meth:`RewriteContext.on_an_accelerator`); ``enabled_at``: the position of a positional ``enabled``."""
     import libcst as cst
 
     from ..decline import Decline
-    from ..nodes import keyword, string
+    from ..nodes import keyword
 
     if isinstance(dev_type, cst.SimpleString):  # "neuron" (`--device neuron`): never the CPU
         return args
     if any(a.star == "**" for a in args):
         raise Decline("`**kwargs` may hold `enabled`, which has to keep the CPU off")
-    off = cst.Comparison(left=dev_type.deep_clone(), comparisons=[cst.ComparisonTarget(
-        operator=cst.NotEqual(), comparator=string("cpu", quote))])
     positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
     for n, a in enumerate(args):
         if (a.keyword is not None and a.keyword.value == "enabled") or (

@@ -106,7 +106,7 @@ class Distributed:
         dev_type = rx.device_type(original, data)
 
         def only_off_cpu(value):
-            return rx.expression('{value} if {dev} != "cpu" else None', value=value, dev=dev_type)
+            return rx.expression('{value} if {off} else None', value=value, off=rx.on_an_accelerator(dev_type, original))
 
         args = list(updated.args)
         for i in reversed(range(len(args))):
