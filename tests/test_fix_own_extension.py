@@ -217,3 +217,19 @@ def test_a_subproject_the_project_installs_keeps_the_device_choice_and_rank_maps
     own_extension._built_by.cache_clear()
     fixed = fix_text(utils, path, Settings(select=("NRN2",), unsafe_fixes=True)).text
     assert "if torch.accelerator.is_available():" in fixed
+
+
+def test_extensions_of_a_vendored_cuda_library_are_not_the_projects_kernels(tmp_path):
+    """jukebox keeps a copy of apex (apex/setup.py builds `syncbn`, `apex_C`...): its kernels are
+    NRN6xx's, not the project's own, and its examples stay as rewritable as before (31 sites were lost)."""
+    (tmp_path / ".git").mkdir()
+    apex = tmp_path / "apex"
+    (apex / "apex" / "parallel").mkdir(parents=True)
+    (apex / "examples").mkdir()
+    (apex / "setup.py").write_text(EXT_SETUP.format(name="syncbn"))
+    (apex / "apex" / "__init__.py").write_text("")
+    (apex / "apex" / "parallel" / "__init__.py").write_text("import syncbn\n")
+    train = ("import torch\n\ntry:\n    from apex.parallel import SyncBatchNorm\nexcept ImportError:\n"
+             "    SyncBatchNorm = None\n\nx = torch.rand(2).cuda()\n")
+    (apex / "examples" / "main_amp.py").write_text(train)
+    assert ".to(DEVICE)" in fix_text(train, str(apex / "examples" / "main_amp.py"), SETTINGS).text

@@ -49,6 +49,12 @@ def _setups(root: str) -> list[tuple[str, bytes]]:
 _VENDORED_CUDA_LIBRARIES = frozenset({"apex", "xformers", "flash_attn", "bitsandbytes"})
 
 
+def _vendors_cuda_library(folder: str) -> bool:
+    """Is the folder of a setup.py a copy of a CUDA-only library (jukebox's ``apex/``)? Its kernels are
+    that library's (NRN6xx), not the project's own operators."""
+    return any(os.path.isfile(os.path.join(folder, name, "__init__.py")) for name in _VENDORED_CUDA_LIBRARIES)
+
+
 def _installed_subproject(root: str) -> str:
     """A folder below the root with a ``setup.py`` building extensions, whose package the project
     imports (stable-fast-3d's ``texture_baker/``, installed with ``pip install texture_baker/``: its
@@ -59,11 +65,11 @@ def _installed_subproject(root: str) -> str:
         if folder == here:
             continue
         try:
-            packages = sorted(d for d in os.listdir(folder) if d not in _VENDORED_CUDA_LIBRARIES and d.isidentifier()
+            packages = sorted(d for d in os.listdir(folder) if d.isidentifier()
                               and os.path.isfile(os.path.join(folder, d, "__init__.py")))
         except OSError:
             continue
-        if not packages:
+        if not packages or _vendors_cuda_library(folder):
             continue
         imports = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(?:" + "|".join(packages).encode() + rb")\b", re.M)
         for file, data in python_files(root):
@@ -78,7 +84,9 @@ def _extension_modules(root: str) -> frozenset[str]:
     (``CUDAExtension("swin_window_process", ...)``; Mask2Former's ``MultiScaleDeformableAttention``):
     a kernel package of their own. (A package's ``_C``, like detectron2's, is not one.)"""
     names = set()
-    for _folder, data in _setups(root):
+    for folder, data in _setups(root):
+        if _vendors_cuda_library(folder):
+            continue
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError, RecursionError):
@@ -165,7 +173,7 @@ def _kernel_wrapper(ctx) -> str:
         return ""
     here = os.path.abspath(ctx.path)
     if here in compiling:
-        return "its own " + compiling[here].rpartition(",")[0]
+        return "its own " + compiling[here].rpartition(",")[0].removeprefix("the ")
     extensions = _extension_modules(root)
     for node in ctx.walk(ctx.tree):
         imported = ([a.name for a in node.names] if isinstance(node, ast.Import)
