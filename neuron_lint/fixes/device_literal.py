@@ -59,6 +59,7 @@ from .device_forms import (
     word,
 )
 from .device_idiom import (
+    device_call_arm,
     device_idiom,
     guarded_device_call,
     plan_guard,
@@ -174,6 +175,11 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         return None
     if ctx.neuron:
         return ctx.propose(hit, node, cst_kind(node), message, {"mode": "word"})
+    call = ctx.parent(node)
+    if (kind == "plain" and device_call_arm(ctx, call) is node and node.value == "cuda" and not data.get("local")
+            and data.get("device") in ("script", "library")):
+        # `torch.device("cuda")` is the device itself, not `torch.device(DEVICE.type)` (both without index)
+        return ctx.propose(hit, call, "Call", message, {**data, "mode": "device_call"})
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node)})
 
@@ -356,6 +362,11 @@ def rewrite_literal(rx, original, updated, data):
         if cst_literal_kind(updated) is None:
             raise Decline("the code here is not the planned CUDA device string")
         return convert(rx, original, updated, data, data.get("as_device", False))
+    if mode == "device_call":
+        args = getattr(updated, "args", ())
+        if len(args) != 1 or cst_literal_kind(args[0].value) is None:
+            raise Decline("the code here is not the planned `torch.device(\"cuda\")`")
+        return rx.device(original, data)
     if mode == "guard":
         return rewrite_guard(rx, original, updated, data)
     if mode == "guard_list":
