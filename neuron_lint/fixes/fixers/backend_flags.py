@@ -97,6 +97,10 @@ def _block_of(ctx, stmt):
     return parent, None
 
 
+#: Values that can be the test of ``"high" if <value> else "highest"`` as they are written.
+_CHOOSABLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Compare, ast.UnaryOp)
+
+
 class BackendFlags:
     name = "backend_flags"
 
@@ -132,11 +136,12 @@ class BackendFlags:
     def _plan_assignment(self, ctx, hit, assign: ast.Assign, qual: str):
         value = _bool(assign.value)
         if qual == "torch.backends.cuda.matmul.allow_tf32":
-            if value is None:
-                ctx.note(hit, "not rewritten: the value is not a literal True/False; write "
+            if value is None and not isinstance(assign.value, _CHOOSABLE):
+                ctx.note(hit, "not rewritten: the value is not a literal True/False or a plain expression; write "
                               "`torch.set_float32_matmul_precision(\"high\" if ... else \"highest\")` by hand")
                 return None
-            precision = "high" if value else "highest"
+            # DiT's `allow_tf32 = args.tf32`: `"high" if args.tf32 else "highest"`, as the flag would be
+            precision = "high" if value is None or value else "highest"
             own = next((n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
                         and ctx.qualname(n.func) == "torch.set_float32_matmul_precision"), None)
             if own is not None:  # RWKV-v8: `...matmul.allow_tf32=True; ...; torch.set_float32_matmul_precision('high')`
@@ -145,8 +150,10 @@ class BackendFlags:
                 return None
             return ctx.propose(
                 hit, assign, "Assign",
-                f"Use `torch.set_float32_matmul_precision(\"{precision}\")` (also sets the CPU matmul precision)",
-                {"call": "torch.set_float32_matmul_precision", "args": [precision]}, applicability="unsafe")
+                "Use `torch.set_float32_matmul_precision({})` (also sets the CPU matmul precision)".format(
+                    '"high" if ... else "highest"' if value is None else f'"{precision}"'),
+                {"call": "torch.set_float32_matmul_precision", "args": [precision], "chosen": value is None},
+                applicability="unsafe")
         if qual == "torch.backends.cudnn.deterministic":
             if value is not True:
                 ctx.note(hit, f"not rewritten: it only turns cuDNN determinism off (the default); {_HARMLESS}")
@@ -266,6 +273,9 @@ class BackendFlags:
         if "call" in data:
             args = [cst.Arg(value=cst.Name(str(a)) if isinstance(a, bool) else cst.SimpleString(f'"{a}"'))
                     for a in data["args"]]
+            if data.get("chosen"):  # the flag's own value picks the precision
+                args = [cst.Arg(value=cst.IfExp(test=updated.value, body=cst.SimpleString('"high"'),
+                                                orelse=cst.SimpleString('"highest"')))]
             if data.get("warn_only"):
                 from ..nodes import keyword
 
