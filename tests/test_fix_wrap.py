@@ -439,3 +439,16 @@ def test_a_call_chain_given_a_device_is_laid_out_as_ruff_format_does(name_length
     fixed = fix_text(text, "train.py", Settings(select=("NRN201",))).text
     assert ".to(" in fixed and ".cuda()" not in fixed
     assert _ruff_format(fixed) == fixed
+
+
+def test_lines_a_formatter_leaves_as_written_are_not_broken():
+    """whisper keeps its one-line `add_argument` calls under `# fmt: off`: the fixed line stays one
+    line there (set 23); outside the region the same fix is broken as before."""
+    call = ('    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", '
+            'help="the device to use for PyTorch inference, cuda or cpu")\n')
+    text = ("import argparse\n\nimport torch\n\n\ndef parse():\n    parser = argparse.ArgumentParser()\n"
+            "    # fmt: off\n" + call + "    # fmt: on\n" + call + "    return parser\n")
+    fixed = fix_text(text, "transcribe.py", Settings(select=("NRN2",))).text
+    one_line = ('    parser.add_argument("--device", default=_current_device().type, '
+                'help="the device to use for PyTorch inference, cuda or cpu")\n')
+    assert "    # fmt: off\n" + one_line + "    # fmt: on\n    parser.add_argument(\n" in fixed, fixed

@@ -136,9 +136,31 @@ def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: 
 
 
 def _grown(current: str, new: str, limit: int) -> set[int]:
-    """The lines of ``new`` longer than ``limit`` that ``current`` does not have."""
+    """The lines of ``new`` longer than ``limit`` that ``current`` does not have, outside the code a
+    formatter leaves as written (whisper keeps its one-line `add_argument` calls under `# fmt: off`)."""
     old_long = {line for line in split_lines(current) if len(line) > limit}
-    return {n for n, line in enumerate(split_lines(new), 1) if len(line) > limit and line not in old_long}
+    lines = split_lines(new)
+    grown = {n for n, line in enumerate(lines, 1) if len(line) > limit and line not in old_long}
+    return grown - _unformatted(lines) if grown and "fmt:" in new else grown
+
+
+def _unformatted(lines: list[str]) -> set[int]:
+    """The lines (1-based) between ``# fmt: off`` and ``# fmt: on`` (or the end), and ``# fmt: skip`` lines."""
+    out: set[int] = set()
+    off = 0
+    for n, line in enumerate(lines, 1):
+        found = _FMT.search(line) if "fmt:" in line else None
+        word = found.group(1) if found else ""
+        if word == "off" and line.lstrip().startswith("#") and not off:
+            off = n
+        elif word == "on" and off:
+            out.update(range(off, n + 1))
+            off = 0
+        elif word == "skip":
+            out.add(n)
+    if off:
+        out.update(range(off, len(lines) + 1))
+    return out
 
 
 def _wrapped(current: str, new: str, limit: int, path: str, grown: set[int] | None = None) -> str:
