@@ -201,12 +201,14 @@ def test_a_subproject_the_project_installs_keeps_the_device_choice_and_rank_maps
     utils = (
         "import torch\n\n\ndef get_device():\n    device = 'cpu'\n    if torch.cuda.is_available():\n"
         "        device = 'cuda'\n    return device\n\n\n"
-        "def local_gpu(rank):\n    return rank % torch.cuda.device_count()\n"
+        "def local_gpu(rank):\n    return rank % torch.cuda.device_count()\n\n\n"
+        "def init_dist(rank):\n    num_gpus = torch.cuda.device_count()\n    return rank % num_gpus\n"
     )
     path = str(tmp_path / "sf3d" / "utils.py")
     fixed = fix_text(utils, path, Settings(select=("NRN2",), unsafe_fixes=True)).text
     assert "    if torch.cuda.is_available():\n        device = 'cuda'\n" in fixed
     assert "return rank % torch.accelerator.device_count()" in fixed
+    assert "    num_gpus = torch.accelerator.device_count()\n" in fixed  # each use divides (Restormer, set 26)
     notes = [f.fix_note for f in check_source(utils, path, SETTINGS)]
     assert any("`BuildExtension` in texture_baker/setup.py" in n for n in notes)
     # a vendored CUDA-only library (jukebox's copy of apex) is not the project's own operators

@@ -274,7 +274,8 @@ def gloo_group(ctx) -> int:
 
 #: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
 #: apex too: a module that imports it unconditionally is apex's own code or tests (its fused CUDA kernels).
-_CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "polygraphy", "pycuda", "cupy", "cupyx",
+_CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "torch2trt", "polygraphy", "pycuda", "cupy",
+                            "cupyx",
                             "transformer_engine",
                             "cuda", "apex"})
 #: The internals of vLLM's CUDA engine (its workers, model runner, paged-attention kernels): a module
@@ -303,9 +304,14 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
         return (f"not rewritten: the module imports `{runtime}`, which drives CUDA GPUs only, so its device "
                 "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
                 "break on CUDA or do nothing elsewhere. Give Trainium its own path")
+    required = _required_library(ctx)
+    if required:
+        return (f"not rewritten: the module requires `{required[0]}` (line {required[1]}), whose kernels run on "
+                "CUDA only, so its device code feeds them; rewritten, it would send neuron tensors into them. Give "
+                "Trainium its own path")
     branch = _runtime_branch(ctx, node)
     if branch is not None:
-        return (f"not rewritten: the branch imports `{branch.names[0].name}` (line {branch.lineno}), which drives "
+        return (f"not rewritten: the branch imports `{_imported_root(branch)}` (line {branch.lineno}), which drives "
                 "CUDA GPUs only, so its device is the GPU that runtime needs (yolov5's TensorRT backend hands it "
                 "raw pointers); rewritten, it would get another device's tensors. Give Trainium its own path")
     if uses_bitsandbytes(ctx, node):
@@ -335,16 +341,54 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
     return ""
 
 
-def _runtime_branch(ctx, node: ast.AST) -> ast.Import | None:
+def _required_library(ctx) -> tuple[str, int] | None:
+    """A CUDA-only library (xFormers, flash-attn, bitsandbytes) the module will not run without: a
+    ``try`` importing it at module level whose ``except ImportError`` raises (dinov2's training
+    ``ssl_meta_arch``), or whose flag set in the ``try`` is asserted at module level (Depth-Anything's
+    copy: ``assert XFORMERS_AVAILABLE``); (its name, the line of the import), else None."""
+    found = ctx.__dict__.get("_nrn_required_library", False)
+    if found is not False:
+        return found
+    found, flags = None, {}
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.Try) and stmt.handlers:
+            root = next((_imported_root(s) for s in stmt.body if _imported_root(s) in CUDA_LIBRARY_ROOTS), "")
+            if not root:
+                continue
+            if all(h.body and isinstance(h.body[-1], ast.Raise) for h in stmt.handlers):
+                found = (root, stmt.lineno)
+                break
+            for s in stmt.body:
+                if (isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is True
+                        and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)):
+                    flags[s.targets[0].id] = (root, stmt.lineno)
+        elif isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Name) and stmt.test.id in flags:
+            found = flags[stmt.test.id]
+            break
+    ctx.__dict__["_nrn_required_library"] = found
+    return found
+
+
+def _imported_root(stmt: ast.stmt) -> str:
+    """The top package an ``import`` or absolute ``from ... import`` statement names first, or ``""``."""
+    if isinstance(stmt, ast.Import):
+        return stmt.names[0].name.split(".")[0]
+    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+        return stmt.module.split(".")[0]
+    return ""
+
+
+def _runtime_branch(ctx, node: ast.AST) -> ast.Import | ast.ImportFrom | None:
     """The ``import tensorrt`` (or another CUDA runtime) of a block holding ``node``, above it (yolov5's
-    ``elif engine:  import tensorrt as trt ... device = torch.device("cuda:0")``), or None."""
+    ``elif engine:  import tensorrt as trt ... device = torch.device("cuda:0")``; YOLOX's ``from
+    torch2trt import TRTModule`` before the dummy input of its TensorRT model), or None."""
     child = node
     for parent in ctx.ancestors(node):
         for name in ("body", "orelse", "finalbody"):
             block = getattr(parent, name, None)
             if isinstance(block, list) and child in block:
                 for stmt in block[:block.index(child)]:
-                    if isinstance(stmt, ast.Import) and stmt.names[0].name.split(".")[0] in _CUDA_RUNTIMES:
+                    if _imported_root(stmt) in _CUDA_RUNTIMES:
                         return stmt
         child = parent
     return None

@@ -102,6 +102,18 @@ def _indent_unit(text: str, inferred: str) -> str:
     return inferred
 
 
+class _Indented(cst.CSTTransformer):
+    """Blocks indented with ``indent`` whatever the module's default (KAIR's retinaface detector: one
+    line of tabs above, every block in spaces)."""
+
+    def __init__(self, indent: str) -> None:
+        super().__init__()
+        self.indent = indent
+
+    def leave_IndentedBlock(self, original_node, updated_node):
+        return updated_node.with_changes(indent=self.indent)
+
+
 def _module_level_statements(body):
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -169,6 +181,8 @@ class DeviceDefinitions:
             new.append(requote(None, cst.parse_statement(template, config=config), lambda: self.rx.module.quote))
         if self.helper and DEVICE_HELPER not in _module_names(tree):
             helper = cst.parse_statement(_HELPER.format(helper=DEVICE_HELPER, i=indent, t=t), config=config)
+            if indent != tree.default_indent:  # a block without its own indent is printed with the module's
+                helper = helper.visit(_Indented(indent))
             new.append(requote(None, helper, lambda: self.rx.module.quote))
         if not new:
             return tree

@@ -221,9 +221,27 @@ def _divides(ctx, attr: ast.Attribute) -> bool:
     """``rank % torch.cuda.device_count()``: the count maps ranks to devices and decides no path (GLIP's
     SLURM setup beside a rewritten ``set_device`` and backend; on Trainium CUDA's count is 0)."""
     call = ctx.parent(attr)
-    parent = ctx.parent(call) if isinstance(call, ast.Call) and call.func is attr else None
-    return (isinstance(parent, ast.BinOp) and parent.right is call
-            and isinstance(parent.op, (ast.Mod, ast.FloorDiv, ast.Div)))
+    if not (isinstance(call, ast.Call) and call.func is attr):
+        return False
+    return _divisor(ctx, call) or _only_divides(ctx, call)
+
+
+def _divisor(ctx, node: ast.AST) -> bool:
+    parent = ctx.parent(node)
+    return isinstance(parent, ast.BinOp) and parent.right is node and isinstance(parent.op, (ast.Mod, ast.FloorDiv, ast.Div))
+
+
+def _only_divides(ctx, call: ast.Call) -> bool:
+    """``num_gpus = torch.cuda.device_count()`` whose every use divides (BasicSR's ``rank % num_gpus``)."""
+    stmt = ctx.parent(call)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name, scope = stmt.targets[0].id, ctx.enclosing_function(stmt)
+    if scope is None:
+        return False
+    uses = [n for n in ctx.walk(scope) if isinstance(n, ast.Name) and n.id == name and n is not stmt.targets[0]]
+    return bool(uses) and all(isinstance(n.ctx, ast.Load) and _divisor(ctx, n) for n in uses)
 
 
 def cuda_class(ctx, node: ast.AST) -> str:
