@@ -79,6 +79,7 @@ def _installed_subproject(root: str) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=64)
 def _extension_modules(root: str) -> frozenset[str]:
     """The top-level extension modules the project's setup.py files build by name
     (``CUDAExtension("swin_window_process", ...)``; Mask2Former's ``MultiScaleDeformableAttention``):
@@ -155,8 +156,9 @@ def _kernel_modules(root: str) -> dict[str, str]:
 
 
 def kernel_wrapper(ctx) -> str:
-    """The project's module compiling CUDA sources (:func:`_compiling_modules`) that this module
-    imports from, anywhere in it, as the note names it, or ``""``. stable-dreamfusion's
+    """The project's module loading its kernels (:func:`_kernel_modules`: compiling CUDA sources, or
+    importing an extension a setup.py builds by name) that this module is or imports from, or the
+    extension it imports itself, anywhere in it, as the note names it, or ``""``. stable-dreamfusion's
     ``freqencoder/freq.py`` does ``from .backend import _backend`` and moves its inputs with
     ``if not x.is_cuda: x = x.cuda()`` right before the kernel: its CUDA code is the kernels' glue.
     Asked once per module (the answer is kept on ``ctx``)."""
