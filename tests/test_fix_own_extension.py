@@ -235,21 +235,3 @@ def test_extensions_of_a_vendored_cuda_library_are_not_the_projects_kernels(tmp_
              "    SyncBatchNorm = None\n\nx = torch.rand(2).cuda()\n")
     (apex / "examples" / "main_amp.py").write_text(train)
     assert ".to(DEVICE)" in fix_text(train, str(apex / "examples" / "main_amp.py"), SETTINGS).text
-
-
-def test_cuda_code_under_a_check_kept_for_the_projects_operators_stays_with_it(tmp_path):
-    """GLIP's efficientdet, YOLOX's `time_synchronized` (sets 22, 26): under `if torch.cuda.is_available():`
-    that stays for the project's operators, a rewrite changes nothing anywhere and reads as if ported.
-    The same code outside the check is rewritten."""
-    src = (
-        "import torch\n\n\ndef sync(losses, dtype):\n    if torch.cuda.is_available():\n"
-        "        torch.cuda.synchronize()\n        losses.append(torch.tensor(0).to(dtype).cuda())\n"
-        "    torch.cuda.empty_cache()\n    return losses\n"
-    )
-    path = _project(tmp_path, SETUP.format(kind="CUDAExtension"))
-    fixed = fix_text(src, path, Settings(select=("NRN2",), unsafe_fixes=True)).text
-    assert "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n" in fixed
-    assert "torch.tensor(0).to(dtype).cuda()" in fixed
-    assert "torch.cuda.empty_cache()" not in fixed  # outside the check: rewritten
-    notes = [f.fix_note for f in check_source(src, path, SETTINGS) if f.line in (6, 7)]
-    assert notes and all("under the CUDA check on line 5" in n for n in notes), notes

@@ -69,6 +69,7 @@ from .device_idiom import (
 )
 from .device_lists import rewrite_guard_list
 from .module_kind import picks_visible_devices
+from .own_extension import own_extension
 
 
 def _parametrize_value(ctx, node) -> bool:
@@ -201,6 +202,10 @@ def _kept_literal(ctx, node) -> str:
     if pinned is not None:
         return (f"the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, line "
                 f"{pinned.lineno}), so this CUDA device is the value it expects")
+    kept = _picked_under_kept_check(ctx, node)
+    if kept:
+        return (f"it is what `{kept}` picks, and that check stays: the project's own operators run on the CPU "
+                "and CUDA only, and the check sends Trainium to the CPU")
     expected = asserted_by_test(ctx, node)
     if expected is not None:
         return (f"the test checks that this string comes back as it is (`{short(ctx, expected)}`, line "
@@ -231,6 +236,17 @@ def _kept_literal(ctx, node) -> str:
                 "with the current device's type in it, Trainium would answer no there while the rest moves to "
                 "`neuron`. Make that question device-agnostic, then the string")
     return ""
+
+
+def _picked_under_kept_check(ctx, node) -> str:
+    """``if torch.cuda.is_available(): device = "cuda"`` in a project that builds its own CPU-and-CUDA
+    operators, where that check is left as it is (stable-fast-3d's ``get_device``): the check as
+    written, or ``""``. Rewritten alone, the string would answer a CUDA question with another device."""
+    stmt = ctx.parent(node)
+    if_ = ctx.parent(stmt) if isinstance(stmt, (ast.Assign, ast.Return)) and stmt.value is node else None
+    if not (isinstance(if_, ast.If) and stmt in if_.body and is_availability(ctx, if_.test)):
+        return ""
+    return ctx.segment(if_.test) if own_extension(ctx.path) else ""
 
 
 #: Runtimes other than PyTorch whose calls take a device by name and know CUDA's, not Neuron's

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import ast
 
-from .own_extension import operator_library, own_extension
-
 
 def runs_after(ctx, stmt: ast.stmt) -> list:
     """What runs after ``stmt`` in its function (or module): an assert lets all of it run (ConvNeXt's
@@ -84,29 +82,3 @@ def _home(ctx, node):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
             break
     return function
-
-
-_CHECKS = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
-
-
-def under_kept_check(ctx, node: ast.AST) -> int:
-    """``if torch.cuda.is_available(): <site>`` in a project whose own operators (or a library of CPU-
-    and-CUDA-only operators) keep that check as it is: the check's line, else 0. The code under it runs
-    on CUDA only, the same before and after a rewrite; rewritten, it only reads as if ported (GLIP's
-    efficientdet, stable-fast-3d's `get_device`, YOLOX's `synchronize`: sets 22 to 26)."""
-    child = node
-    for parent in ctx.ancestors(node):
-        if isinstance(parent, ast.If) and child in parent.body and _checks_cuda(ctx, parent.test):
-            return parent.lineno if (own_extension(ctx.path) or operator_library(ctx)) else 0
-        child = parent
-    return 0
-
-
-def _checks_cuda(ctx, test: ast.AST) -> bool:
-    """Is ``test`` (or a term of its ``and``) CUDA's availability or device count, not negated?"""
-    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    for term in terms:
-        call = term.left if isinstance(term, ast.Compare) else term
-        if isinstance(call, ast.Call) and ctx.qualname(call.func) in _CHECKS:
-            return True
-    return False

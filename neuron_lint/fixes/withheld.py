@@ -31,7 +31,6 @@ import ast
 
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
-from .guard_reach import under_kept_check
 from .module_kind import child_visible_devices, is_str, is_test_path, module_level, torch_imported_after
 from .own_extension import operator_library, own_extension
 
@@ -118,11 +117,6 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
                 "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
                 "neuron tensors would reach those operators")
-    kept = not gate and hit.rule.category == "cuda-specific" and under_kept_check(ctx, node)
-    if kept:
-        return (f"not rewritten: it runs only under the CUDA check on line {kept}, which stays for the "
-                "project's C++/CUDA operators; it is CUDA's code, the same before and after. Port the check "
-                "and its branch together by hand")
     parallel = data_parallel_count(ctx, node)
     if parallel:
         return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
