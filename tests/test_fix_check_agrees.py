@@ -228,3 +228,15 @@ def test_an_unsafe_fix_offered_without_the_option_is_one_fix_unsafe_fixes_carrie
         else:
             assert stat.fix is None and "the line would grow past 88 characters" in stat.fix_note
             assert fixed == text
+
+
+def test_check_offers_the_is_cuda_fix_that_fix_carries_out_with_the_move_it_guards():
+    """`if x.is_cuda: w = w.cuda()`: `fix --unsafe-fixes` rewrites the test and the move together; `check`
+    said the test was not rewritten, counting `w.cuda()` as a CUDA-only call (KAIR, set 26)."""
+    text = "import torch\n\n\ndef f(x, w):\n    if x.is_cuda:\n        w = w.cuda()\n    return w * x\n"
+    settings = Settings(select=("NRN2",), unsafe_fixes=True, fix_edits=True)
+    findings = analyze_source(text, "example.py", settings, CATALOG)[0]
+    test = next(f for f in findings if f.code == "NRN208")
+    assert test.fix is not None and not test.fix_note
+    fixed = fix_text(text, "example.py", Settings(select=("NRN2",), unsafe_fixes=True), CATALOG).text
+    assert 'if x.device.type not in ("cpu", "meta"):\n        w = w.to(_current_device())' in fixed

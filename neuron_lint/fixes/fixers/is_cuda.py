@@ -205,7 +205,8 @@ class IsCuda:
         sites = []
         for top in region:
             for n in ctx.walk(top):
-                if isinstance(n, ast.Call):
+                if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"):
+                    # `x.cuda()` is not CUDA-only code: NRN201 rewrites it, and settle() keeps the two together
                     what = _cuda_only_call(ctx, n) or _complex_call(ctx, n)
                     if what:
                         ctx.note(hit, (
