@@ -197,19 +197,13 @@ def _long_code_lines(text: str, limit: int) -> int:
     long = {n for n, line in enumerate(lines, 1) if len(line) > limit}
     if not long:
         return 0
+    if "fmt:" in text:  # ruff format leaves `# fmt: off` regions and `# fmt: skip` lines alone
+        long -= _unformatted(lines)
+        if not long:
+            return 0
     try:
-        off = 0  # the line of an open `# fmt: off`: ruff format leaves the lines up to `# fmt: on` alone
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             (row, col), (end_row, end_col) = tok.start, tok.end
-            if tok.type == tokenize.COMMENT and _FMT.match(tok.string):
-                word = _FMT.match(tok.string).group(1)
-                if word == "off" and not off:
-                    off = row
-                elif word == "on" and off:
-                    long.difference_update(range(off, row + 1))
-                    off = 0
-                elif word == "skip":
-                    long.discard(row)
             if tok.type == tokenize.OP and tok.string in "([{" and row in long and _last_on_line(tok):
                 long.discard(row)
             elif tok.type == tokenize.COMMENT and col <= limit:
