@@ -31,14 +31,20 @@ def _parameter(ctx, node) -> tuple[ast.AST, str] | None:
     return (found[0], found[1].arg) if found else None
 
 
+def _called(ctx, call: ast.Call) -> tuple[ast.expr, list]:
+    """What ``call`` calls and with which positional arguments, looking through ``functools.partial``
+    (open_clip's ``partial(torch.amp.autocast, device_type=device_type, ...)``)."""
+    if short(ctx, call.func).rsplit(".", 1)[-1] == "partial" and call.args:
+        return call.args[0], call.args[1:]
+    return call.func, call.args
+
+
 def _amp_call_given(ctx, scope, name: str) -> ast.Call | None:
     """The first ``GradScaler``/``autocast`` call in ``scope`` that is handed the name ``name``."""
     for n in ctx.walk(scope):
         if not isinstance(n, ast.Call):
             continue
-        func, args = n.func, n.args
-        if short(ctx, func).rsplit(".", 1)[-1] == "partial" and args:  # open_clip's `partial(torch.amp.autocast, ...)`
-            func, args = args[0], args[1:]
+        func, args = _called(ctx, n)
         if short(ctx, func).rsplit(".", 1)[-1] in _AMP:
             if any(isinstance(v, ast.Name) and v.id == name for v in (*args, *(k.value for k in n.keywords))):
                 return n
@@ -46,9 +52,8 @@ def _amp_call_given(ctx, scope, name: str) -> ast.Call | None:
 
 
 def amp_callee(ctx, call: ast.Call) -> str:
-    """The ``GradScaler``/``autocast`` that :func:`_amp_call_given` found, as written (inside ``partial``)."""
-    func = call.args[0] if short(ctx, call.func).rsplit(".", 1)[-1] == "partial" and call.args else call.func
-    return short(ctx, func)
+    """The ``GradScaler``/``autocast`` that :func:`_amp_call_given` found, as written."""
+    return short(ctx, _called(ctx, call)[0])
 
 
 def default_for_amp(ctx, node) -> ast.Call | None:
