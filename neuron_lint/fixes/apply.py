@@ -46,6 +46,16 @@ def _identity(f: Finding, lines: LineIndex) -> tuple:
     return (f.code, f.fix.fixer, f.fix.message, covered)
 
 
+def _whole_lines(f: Finding, lines: LineIndex) -> str:
+    """The lines a fix's target is on: a fix refused because its line grew too long may fit once
+    another fix has split that line, so it is retried when they change (a second run would)."""
+    target = f.fix.target
+    if len(target) < 4:
+        return ""
+    end = lines.text.find("\n", lines.offset(target[2], target[3]))
+    return lines.text[lines.offset(target[0], 0):None if end < 0 else end]
+
+
 def fix_text(
     text: str,
     path: str = "<string>",
@@ -70,14 +80,25 @@ def _fix_text(text, path, settings, catalog, newline, line_length) -> TextFix:
     current = text
     findings, result.walked = analyze_source(current, path, settings, catalog)
     refused: set[tuple] = set()  # fixes rejected in an earlier pass, by what they rewrite (positions move)
+    too_long: dict[tuple, set[str]] = {}  # ... for the line length: the lines they were refused on
+
+    def retried(f: Finding, lines: LineIndex) -> bool:
+        key = _identity(f, lines)
+        return key not in refused and (key not in too_long or _whole_lines(f, lines) not in too_long[key])
+
     while result.passes < MAX_PASSES:
         lines = LineIndex(current)
-        wanted = [f for f in findings if applicable(f, settings) and _identity(f, lines) not in refused]
+        wanted = [f for f in findings if applicable(f, settings) and retried(f, lines)]
         if not wanted:
             break
-        before = len(result.rejected)
+        before, long_before = len(result.rejected), len(result.too_long)
         new, used = one_pass(current, wanted, settings, newline, path, line_length, result, findings)
-        refused.update(_identity(f, lines) for f in result.rejected[before:])
+        long = {id(f) for f in result.too_long[long_before:]}
+        for f in result.rejected[before:]:
+            if id(f) in long:
+                too_long.setdefault(_identity(f, lines), set()).add(_whole_lines(f, lines))
+            else:
+                refused.add(_identity(f, lines))
         result.passes += 1
         if new == current:
             break

@@ -4,7 +4,9 @@
   are rewritten together or not at all;
 - an ``assert``: everything after it in its function runs only when it holds;
 - ``if device_type == "cuda": assert torch.cuda.is_available()``: the check of a requested CUDA
-  device, right on every machine as it is.
+  device, right on every machine as it is;
+- ``map_location = None if torch.cuda.is_available() else "cpu"``: ``None`` is where the tensors were
+  saved, CUDA for a GPU checkpoint, so the CUDA test is the right one there.
 """
 
 from __future__ import annotations
@@ -82,3 +84,22 @@ def _home(ctx, node):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
             break
     return function
+
+
+def maps_to_where_saved(ctx, choice: ast.IfExp, negated: bool) -> bool:
+    """``map_location = None if torch.cuda.is_available() else "cpu"`` (deep-person-reid's
+    ``load_checkpoint``): the arm CUDA takes is ``None``, and the value is a ``map_location``, given
+    directly or through a name. ``None`` loads tensors onto the device they were saved on: CUDA, for
+    a checkpoint from a GPU, which on Trainium fails where the CPU arm loads."""
+    arm = choice.orelse if negated else choice.body
+    if not (isinstance(arm, ast.Constant) and arm.value is None):
+        return False
+    holder = ctx.parent(choice)
+    if isinstance(holder, ast.keyword):
+        return holder.arg == "map_location"
+    if not (isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name)):
+        return False
+    name = holder.targets[0].id
+    scope = ctx.enclosing_function(holder) or ctx.tree
+    return any(isinstance(n, ast.keyword) and n.arg == "map_location" and isinstance(n.value, ast.Name)
+               and n.value.id == name for n in ctx.walk(scope))

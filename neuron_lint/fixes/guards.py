@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from .cuda_only import SAYING
 from .device_dispatch import later_device_branch
-from .guard_reach import checks_requested_cuda, runs_after, same_tests
+from .guard_reach import checks_requested_cuda, maps_to_where_saved, runs_after, same_tests
 from .guard_skips import (
     GENERIC_SKIP_WORDS,
     is_skip,
@@ -64,6 +64,10 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
                 rest += block[i + 1:]
             return region + rest, ""
         elif isinstance(parent, ast.IfExp) and parent.test is child:
+            if maps_to_where_saved(ctx, parent, negated):
+                return None, ("on CUDA it gives `map_location=None`, which loads tensors onto the device they were "
+                              "saved on: CUDA, for a checkpoint from a GPU, which Trainium does not have (the other "
+                              "arm loads it there). Keep the test, or map to the device itself")
             if not all(isinstance(v, ast.Constant) and not isinstance(v.value, str) for v in (parent.body, parent.orelse)):
                 return region + [parent.orelse if negated else parent.body], ""
             # `half = True if torch.cuda.is_available() else False`: a flag, decided where it is used

@@ -230,10 +230,12 @@ def _read(path: str) -> bytes:
 
 #: Libraries whose operators have a CPU and a CUDA kernel only (or accept only those devices):
 #: TorchRec (compute devices cpu/cuda/mtia), FBGEMM-GPU, PyG's extension packages, sparse
-#: convolutions, pytorch3d, mmcv's ops. (A module using bitsandbytes gets no CUDA rewrite at all:
-#: :func:`.withheld.uses_bitsandbytes`.)
+#: convolutions, pytorch3d, mmcv's ops, and the detectors built on them (mmdet's RoI heads and NMS are
+#: mmcv's ops: PVT's `get_flops.py` put a Mask R-CNN on the accelerator under a rewritten test). (A
+#: module using bitsandbytes gets no CUDA rewrite at all: :func:`.withheld.uses_bitsandbytes`.)
 _CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torch_sparse", "torch_cluster",
-                                 "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops"})
+                                 "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops",
+                                 "mmdet", "mmdet3d", "mmrotate"})
 
 
 def operator_library(ctx) -> str:

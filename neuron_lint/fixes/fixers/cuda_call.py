@@ -126,6 +126,19 @@ def _built_by_own_cuda_class(ctx, receiver) -> str:
     return name if root and name in _classes_with_own_cuda(root) else ""
 
 
+def _into_cuda_only_call(ctx, call) -> str:
+    """What makes the call that takes ``call``'s value as an argument CUDA-only code (PVT's
+    ``apex.amp.initialize(model.cuda(), ...)``, a compiled extension's ``forward(x.cuda())``), or ``""``."""
+    from ..cuda_only import cuda_only_call
+
+    parent = ctx.parent(call)
+    if isinstance(parent, ast.keyword):
+        parent = ctx.parent(parent)
+    if not isinstance(parent, ast.Call) or parent.func is call:
+        return ""
+    return cuda_only_call(ctx, parent)
+
+
 class CudaCall:
     name = "cuda_call"
 
@@ -144,6 +157,11 @@ class CudaCall:
             ctx.note(hit, f"not rewritten: the object is a `{made}`, a class of the project with its own `cuda()` "
                           "(which may cast, move other parts, or turn on CUDA-only features); `.to(...)` would "
                           "skip all that. Give the class a device-agnostic method and call it")
+            return None
+        into = _into_cuda_only_call(ctx, call)
+        if into:
+            ctx.note(hit, f"not rewritten: the moved value goes straight into {into}, which takes CUDA tensors "
+                          "only; on Trainium it would get the Neuron device's. Port that call first")
             return None
         args, kws = call.args, call.keywords
         if len(args) > 2 or any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in kws):

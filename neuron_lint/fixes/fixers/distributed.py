@@ -23,9 +23,10 @@ from ..keyword_args import without_arg
 from ..plan import dist_alias
 
 
-def plan_backend(ctx, hit, node, fixer: str | None = None):
+def plan_backend(ctx, hit, node, fixer: str | None = None, kind: str = "SimpleString",
+                 applicability: str | None = None):
     """``"nccl"`` -> the backend registered for the current device (``"neuron"`` with --device neuron)."""
-    if ctx.neuron:
+    if ctx.neuron and kind == "SimpleString":
         return ctx.propose(hit, node, "SimpleString", "Use the `neuron` process-group backend", {"mode": "neuron"},
                            fixer=fixer)
     if not ctx.allows("2.6"):
@@ -34,8 +35,20 @@ def plan_backend(ctx, hit, node, fixer: str | None = None):
     data = device_data(ctx, hit, node)
     if data is None:
         return None
-    return ctx.propose(hit, node, "SimpleString", "Use the backend registered for the current device",
-                       {**data, "mode": "backend", "dist": dist_alias(ctx)}, fixer=fixer)
+    return ctx.propose(hit, node, kind, "Use the backend registered for the current device",
+                       {**data, "mode": "backend", "dist": dist_alias(ctx)}, applicability, fixer)
+
+
+def _nccl_or_gloo(ctx, node) -> ast.IfExp | None:
+    """The choice ``"nccl" if dist.is_nccl_available() else "gloo"`` whose body is ``node``."""
+    choice = ctx.parent(node)
+    if not (isinstance(choice, ast.IfExp) and choice.body is node and isinstance(choice.test, ast.Call)):
+        return None
+    if choice.test.args or choice.test.keywords:
+        return None
+    if ctx.qualname(choice.test.func) != "torch.distributed.is_nccl_available":
+        return None
+    return choice if isinstance(choice.orelse, ast.Constant) and choice.orelse.value == "gloo" else None
 
 
 class Distributed:
@@ -54,6 +67,11 @@ class Distributed:
             ctx.note(hit, "not rewritten: a backend string naming devices (`cpu:gloo,cuda:nccl`) needs a "
                           "`neuron:neuron` entry added by hand")
             return None
+        choice = _nccl_or_gloo(ctx, node)
+        if choice is not None:
+            # NCCL is there only in a CUDA build, so on Trainium the test picks gloo (yolov9): the whole
+            # choice is the device's backend. Unsafe: a CUDA build without NCCL (Windows') gets "nccl".
+            return plan_backend(ctx, hit, choice, kind="IfExp", applicability="unsafe")
         return plan_backend(ctx, hit, node)
 
     def _plan_ddp(self, ctx, hit):
