@@ -32,3 +32,17 @@ def grad_scaler_construction(model: SemanticModel, node: ast.Call) -> Iterable[t
     if isinstance(device, ast.Constant) and isinstance(device.value, str) and not device.value.startswith("neuron"):
         return  # "cuda": NRN205 reports it; "hpu", "xpu", "mps": a branch for another device
     yield node.func, qual
+
+
+#: Scalers whose ``device`` defaults to ``"cuda"`` (``GradScaler(device="cuda", init_scale=..., ...)``).
+_CUDA_BY_DEFAULT = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler"})
+
+
+@matcher(ast.Call)
+def grad_scaler_default_device(model: SemanticModel, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
+    """NRN205: ``torch.amp.GradScaler()`` given no device scales for CUDA (its default), and turns
+    itself off where CUDA is missing: on Trainium too (lightweight-gan's ``GradScaler(enabled=amp)``)."""
+    if node.args or any(kw.arg in ("device", None) for kw in node.keywords):
+        return
+    if isinstance(node.func, (ast.Name, ast.Attribute)) and model.qualname(node.func) in _CUDA_BY_DEFAULT:
+        yield node.func, "GradScaler()"

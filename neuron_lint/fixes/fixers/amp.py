@@ -169,6 +169,11 @@ class Amp:
         m = hit.match
         if m.kind == "imports":
             return self._plan_import(ctx, hit)
+        if m.kind == "matcher":  # torch.amp.GradScaler() / GradScaler(enabled=...): CUDA's by default
+            call = ctx.parent(hit.node)
+            data = device_data(ctx, hit, call)
+            return data and ctx.propose(hit, call, "Call", "Give the scaler the current device type",
+                                        {**data, "mode": "default_scaler"})
         if m.kind == "calls":  # torch.autocast("cuda") / device_type="cuda" / torch.amp.GradScaler("cuda")
             fix = plan_device_type(ctx, hit, hit.node)
             if fix is None and id(hit) in ctx.notes:
@@ -257,6 +262,11 @@ class Amp:
             return _rewrite_disabling_decorator(rx, original, updated, data)
         if mode == "literal_call":
             return _rewrite_literal_call(rx, original, updated, data)
+        if mode == "default_scaler":  # the device type first, and off on a CPU-only host as CUDA's was
+            dev_type = rx.device_type(original, data)
+            args = _off_on_cpu([cst.Arg(value=dev_type), *updated.args], dev_type,
+                               rx.on_an_accelerator(dev_type, original), 5)
+            return updated.with_changes(args=with_commas(args, updated.whitespace_before_args))
         if mode not in _TARGETS:
             return rewrite_literal(rx, original, updated, data)
         func = rx.dotted(_TARGETS[mode], original)
