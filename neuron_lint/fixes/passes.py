@@ -128,12 +128,15 @@ def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: 
 
             done = rewrite_greedily(current, used, settings, fits)
             candidate, applied = done.text, list(done.applied)
-        # A fix dropped with the others on its line may fit alone: a safe fix inside a call an unsafe
-        # fix writes out at length (LeViT's `get_device_name(torch.cuda.current_device())`), which a
-        # plain `fix` applies, must not be lost to `--unsafe-fixes`. Safe ones are tried first.
-        for f in sorted((f for f in used if f not in applied), key=lambda f: f.fix.applicability != "safe"):
-            more, kept = apply(applied + [f])
-            if len(kept) == len(applied) + 1 and fits(more):
+        # The safe fixes dropped with an unsafe one on their line are tried again without it, as a
+        # plain `fix` applies them: `--unsafe-fixes` must not lose the safe fix inside a call an unsafe
+        # fix writes out at length (LeViT's `get_device_name(torch.cuda.current_device())`). (Not one
+        # at a time: half the sites of a line rewritten is not a port.)
+        dropped = [f for f in used if f not in applied]
+        safe = [f for f in dropped if f.fix.applicability == "safe"]
+        if safe and len(safe) < len(dropped):
+            more, kept = apply(applied + safe)
+            if len(kept) == len(applied) + len(safe) and fits(more):
                 candidate, applied = more, kept
         too_long = [f for f in used if f not in applied]
         result.rejected.extend(too_long)
