@@ -25,6 +25,9 @@ def codes(src: str) -> list[str]:
         ("class A:\n    def m(self):\n        return self.x.double()\n", "NRN301"),
         ("import torch\n@torch.func.grad\ndef loss(x):\n    return x\n", "NRN102"),
         ("import torch\nf = lambda x: torch.vmap(g)(x)\n", "NRN102"),
+        # fastai v1 (DeOldify): torch comes in through a star import, relative or not
+        ("from ..imports.torch import *\nuse_gpu = torch.cuda.is_available()\n", "NRN203"),
+        ("from fastai import *\ntorch.cuda.empty_cache()\n", "NRN203"),
     ],
 )
 def test_resolved(src, code):

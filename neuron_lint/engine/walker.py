@@ -151,6 +151,10 @@ class Walker:
             self._check_import(alias.name, alias)
 
     def _visit_import_from(self, node: ast.ImportFrom) -> None:
+        if node.names[0].name == "*" and self.model.lookup("torch") is None:
+            # `from ..imports.torch import *` (fastai v1, DeOldify): a module that uses `torch` with
+            # no import of its own gets it from there; unresolved, its `torch.cuda` calls went unseen
+            self._bind("torch", "torch")
         if node.level or not node.module:
             for alias in node.names:  # relative import: a local module, never a known API
                 if alias.name != "*":
