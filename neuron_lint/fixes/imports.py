@@ -53,7 +53,54 @@ class TopLevelAddImports(AddImportsVisitor):
         return super().on_visit(node)
 
 
-def sorted_torch_import(tree: cst.Module) -> cst.Module:
+def sorted_torch_import(tree: cst.Module, original: cst.Module | None = None) -> cst.Module:
+    """:func:`_sorted_torch_import`, then below the environment the module sets up right after its
+    imports (DeOldify's notebook: ``import os`` then ``os.environ['OMP_NUM_THREADS'] = '1'``, which
+    torch reads when it is imported: above them, the setting no longer takes). ``original``: the
+    module before the import was added, whose first such statement keeps its own blank lines."""
+    tree = _sorted_torch_import(tree)
+    body = list(tree.body)
+    at = next((i for i, stmt in enumerate(body) if _lone_import(stmt) and isinstance(stmt.body[0], cst.Import)
+               and [(_name(a.name), a.asname) for a in stmt.body[0].names] == [("torch", None)]), None)
+    if at is None:
+        return tree
+    end = at
+    while end + 1 < len(body) and _lone_import(body[end + 1]):
+        end += 1
+    last = end
+    while last + 1 < len(body) and _sets_environment(body[last + 1]):
+        last += 1
+    if last == end:
+        return tree
+    moved = body.pop(at)
+    first = next((stmt for stmt in (original.body if original is not None else ()) if _sets_environment(stmt)), None)
+    if first is not None:  # LibCST set a blank line between the imports and it
+        body[at] = body[at].with_changes(leading_lines=first.leading_lines)
+    body.insert(last, moved.with_changes(leading_lines=[cst.EmptyLine()]))
+    return tree.with_changes(body=body)
+
+
+def _sets_environment(stmt) -> bool:
+    """``os.environ["X"] = ...``, ``os.environ.setdefault(...)`` / ``.update(...)``, ``os.putenv(...)``."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        return False
+    small = stmt.body[0]
+    if isinstance(small, cst.Assign):
+        return all(isinstance(t.target, cst.Subscript) and _environ(t.target.value) for t in small.targets)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        func = small.value.func
+        return isinstance(func, cst.Attribute) and (
+            func.attr.value in ("setdefault", "update") and _environ(func.value)
+            or func.attr.value == "putenv" and isinstance(func.value, cst.Name) and func.value.value == "os")
+    return False
+
+
+def _environ(node) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == "environ" and isinstance(
+        node.value, cst.Name) and node.value.value == "os"
+
+
+def _sorted_torch_import(tree: cst.Module) -> cst.Module:
     """``tree`` with the ``import torch`` LibCST appended to the top imports moved to where isort
     (ruff's I001) wants it: in the third-party section, after the standard library and before the
     project's own modules (a blank line between sections), before the section's ``from ... import``

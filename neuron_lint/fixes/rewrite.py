@@ -156,7 +156,7 @@ class RewriteContext:
             if scratch.get(AddImportsVisitor.CONTEXT_KEY):
                 tree = TopLevelAddImports(self._codemod).transform_module(tree)
                 if self._needs_torch:
-                    tree = sorted_torch_import(tree)
+                    tree = sorted_torch_import(tree, self.module.tree)
             if scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
                 tree = remove_unused_imports(self._codemod, tree, self.module.code_of(tree))
         return self.definitions.insert(tree)

@@ -38,7 +38,7 @@ def cuda_stream_needed(ctx, call: ast.Call) -> str:
 def _becomes_a_torch_event(ctx, receiver) -> bool:
     """Is ``receiver`` (of ``.record(stream)``) a name or attribute that the module sets only to
     ``torch.cuda.Event(...)`` with keywords ``torch.Event`` takes, which NRN203 rewrites to
-    ``torch.Event`` (whose ``record`` takes any ``torch.Stream``)? stylegan2-ada's
+    ``torch.Event`` (whose ``record`` takes any ``torch.Stream``), or to ``None``? stylegan2-ada's
     ``phase.start_event = torch.cuda.Event(enable_timing=True)`` ... ``.record(torch.cuda.current_stream(device))``:
     the events became ``torch.Event`` and the streams stayed CUDA's, which Trainium cannot record on."""
     def key(node):
@@ -52,6 +52,8 @@ def _becomes_a_torch_event(ctx, receiver) -> bool:
     for n in ctx.walk(ctx.tree):
         if isinstance(n, ast.Assign) and any(key(t) == wanted for t in n.targets):
             v = n.value
+            if isinstance(v, ast.Constant) and v.value is None:
+                continue  # eg3d's `phase.start_event = None`, set to an event only when timing
             if not (isinstance(v, ast.Call) and ctx.qualname(v.func) == "torch.cuda.Event" and not v.args
                     and all(k.arg in ("enable_timing", "blocking", "interprocess") for k in v.keywords)):
                 return False
