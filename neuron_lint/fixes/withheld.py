@@ -282,16 +282,9 @@ def data_parallel_count(ctx, node: ast.AST) -> str:
         found = ""
         if "DataParallel" in ctx.text or "data_parallel" in ctx.text:
             found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
-                          and (ctx.qualname(n.func) in _DATA_PARALLEL or _named_data_parallel(n.func))), "")
+                          and ctx.qualname(n.func) in _DATA_PARALLEL), "")
         ctx.__dict__["_nrn_data_parallel"] = found
     return found
-
-
-def _named_data_parallel(func) -> bool:
-    """A wrapper named for DataParallel (Real-Time-Voice-Cloning's ``data_parallel_workaround``,
-    mmcv's ``MMDataParallel``), not DistributedDataParallel."""
-    name = (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")).lower().replace("_", "")
-    return "dataparallel" in name and "distributed" not in name
 
 
 def _dispatch_note(line: int, device: str) -> str:
