@@ -235,3 +235,40 @@ def test_extensions_of_a_vendored_cuda_library_are_not_the_projects_kernels(tmp_
              "    SyncBatchNorm = None\n\nx = torch.rand(2).cuda()\n")
     (apex / "examples" / "main_amp.py").write_text(train)
     assert ".to(DEVICE)" in fix_text(train, str(apex / "examples" / "main_amp.py"), SETTINGS).text
+
+
+TRAIN = (
+    "import torch\n\n"
+    "from synthesizer.utils import data_parallel_workaround\n\n\n"
+    "def train(model, batch_size, x):\n"
+    "    if batch_size % torch.cuda.device_count() != 0:\n"
+    "        raise ValueError('`batch_size` must be evenly divisible by n_gpus!')\n"
+    "    if torch.cuda.device_count() > 1:\n"
+    "        return data_parallel_workaround(model, x)\n"
+    "    return model(x)\n"
+)
+WORKAROUND = (
+    "import torch\n\n\n"
+    "def data_parallel_workaround(model, *input):\n"
+    "    device_ids = list(range(torch.cuda.device_count()))\n"
+    "    replicas = torch.nn.parallel.replicate(model, device_ids)\n"
+    "    inputs = torch.nn.parallel.scatter(input, device_ids)\n"
+    "    return torch.nn.parallel.gather(torch.nn.parallel.parallel_apply(replicas, inputs), device_ids[0])\n"
+)
+
+
+def test_gpus_counted_for_the_projects_own_data_parallel_stay_cuda(tmp_path):
+    """Real-Time-Voice-Cloning (set 28): `data_parallel_workaround` replicates over CUDA devices only;
+    its batch-size check, rewritten, raised on Trainium when the NeuronCores did not divide the batch."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "synthesizer" / "utils").mkdir(parents=True)
+    (tmp_path / "synthesizer" / "__init__.py").write_text("")
+    (tmp_path / "synthesizer" / "utils" / "__init__.py").write_text(WORKAROUND)
+    path = str(tmp_path / "synthesizer" / "train.py")
+    assert fix_text(TRAIN, path, SETTINGS).text == TRAIN
+    notes = [f.fix_note for f in check_source(TRAIN, path, SETTINGS)]
+    assert any("wraps models in `data_parallel_workaround`" in n for n in notes), notes
+    # a function of the same name that does not replicate is no reason to keep the count
+    (tmp_path / "synthesizer" / "utils" / "__init__.py").write_text(
+        "def data_parallel_workaround(model, *input):\n    return model(*input)  # one device\n")
+    assert "torch.accelerator.device_count()" in fix_text(TRAIN, path, SETTINGS).text

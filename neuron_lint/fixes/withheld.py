@@ -283,6 +283,10 @@ def data_parallel_count(ctx, node: ast.AST) -> str:
         if "DataParallel" in ctx.text or "data_parallel" in ctx.text:
             found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
                           and ctx.qualname(n.func) in _DATA_PARALLEL), "")
+        if not found:  # the project's own function made of DataParallel's pieces
+            from .replication import replicating_call
+
+            found = replicating_call(ctx)
         ctx.__dict__["_nrn_data_parallel"] = found
     return found
 
