@@ -60,8 +60,7 @@ def sorted_torch_import(tree: cst.Module, original: cst.Module | None = None) ->
     module before the import was added, whose first such statement keeps its own blank lines."""
     tree = _sorted_torch_import(tree)
     body = list(tree.body)
-    at = next((i for i, stmt in enumerate(body) if _lone_import(stmt) and isinstance(stmt.body[0], cst.Import)
-               and [(_name(a.name), a.asname) for a in stmt.body[0].names] == [("torch", None)]), None)
+    at = _plain_torch_import(body)
     if at is None:
         return tree
     end = at
@@ -78,6 +77,12 @@ def sorted_torch_import(tree: cst.Module, original: cst.Module | None = None) ->
         body[at] = body[at].with_changes(leading_lines=first.leading_lines)
     body.insert(last, moved.with_changes(leading_lines=[cst.EmptyLine()]))
     return tree.with_changes(body=body)
+
+
+def _plain_torch_import(body: list) -> int | None:
+    """The index of the module's ``import torch`` line (the one a fix adds), or None."""
+    return next((i for i, stmt in enumerate(body) if _lone_import(stmt) and isinstance(stmt.body[0], cst.Import)
+                 and [(_name(a.name), a.asname) for a in stmt.body[0].names] == [("torch", None)]), None)
 
 
 def _sets_environment(stmt) -> bool:
@@ -107,8 +112,7 @@ def _sorted_torch_import(tree: cst.Module) -> cst.Module:
     statements and before a plain import that sorts after it (fairscale: after ``import torch.nn as
     nn``; detectron2's DensePose: above ``from detectron2.config import ...``, a blank line between)."""
     body = list(tree.body)
-    at = next((i for i, stmt in enumerate(body) if _lone_import(stmt) and isinstance(stmt.body[0], cst.Import)
-               and [(_name(a.name), a.asname) for a in stmt.body[0].names] == [("torch", None)]), None)
+    at = _plain_torch_import(body)
     if not at:
         return tree
     first = at
