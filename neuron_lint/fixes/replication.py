@@ -23,14 +23,13 @@ def replicating_call(ctx) -> str:
     if not ctx.path:
         return ""
     called = {n.func.id for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    folder = os.path.dirname(os.path.abspath(ctx.path))
     for stmt in ctx.walk(ctx.tree):
         if not isinstance(stmt, ast.ImportFrom):
             continue
         names = [a for a in stmt.names if (a.asname or a.name) in called]
         if not names:
             continue
-        for path in _candidates(folder, stmt.module or "", stmt.level):
+        for path in _candidates(ctx.path, stmt.module or "", stmt.level):
             found = _replicating_in(path)
             hit = next((a.asname or a.name for a in names if a.name in found), None)
             if hit:
@@ -38,21 +37,22 @@ def replicating_call(ctx) -> str:
     return ""
 
 
-def _candidates(folder: str, module: str, level: int) -> list[str]:
-    """The files ``from <level dots><module> import ...`` may read: relative to the importing file's
-    folder, else to each folder above it (a script run from the project's root)."""
+def _candidates(path: str, module: str, level: int) -> list[str]:
+    """The files ``from <level dots><module> import ...`` in ``path`` may read: relative to its folder,
+    or for an absolute import from the folders :func:`.module_kind.search_bases` gives (up to the
+    project's root)."""
+    from .module_kind import search_bases
+    from .project_scan import project_root
+
     parts = module.split(".") if module else []
     if level:
-        base = folder
+        base = os.path.dirname(os.path.abspath(path))
         for _ in range(level - 1):
             base = os.path.dirname(base)
         bases = [base]
     else:
-        bases, base = [], folder
-        while base and len(bases) < 6:
-            bases.append(base)
-            parent = os.path.dirname(base)
-            base = "" if parent == base else parent
+        root = project_root(path)
+        bases = search_bases(path, root) if root else []
     out = []
     for base in bases:
         stem = os.path.join(base, *parts)
