@@ -6,7 +6,9 @@
 - ``if device_type == "cuda": assert torch.cuda.is_available()``: the check of a requested CUDA
   device, right on every machine as it is;
 - ``map_location = None if torch.cuda.is_available() else "cpu"``: ``None`` is where the tensors were
-  saved, CUDA for a GPU checkpoint, so the CUDA test is the right one there.
+  saved, CUDA for a GPU checkpoint, so the CUDA test is the right one there;
+- ``else: args.gpu_index = -1``: a value only the branch without CUDA sets, read later by a call
+  (``torch.cuda.device(args.gpu_index)``, a no-op for -1): that call is decided by the guard too.
 """
 
 from __future__ import annotations
@@ -103,3 +105,33 @@ def maps_to_where_saved(ctx, choice: ast.IfExp, negated: bool) -> bool:
     scope = ctx.enclosing_function(holder) or ctx.tree
     return any(isinstance(n, ast.keyword) and n.arg == "map_location" and isinstance(n.value, ast.Name)
                and n.value.id == name for n in ctx.walk(scope))
+
+
+def _targets(body) -> dict[str, ast.stmt]:
+    """The names and dotted attributes the statements of ``body`` assign, by their text."""
+    out = {}
+    for stmt in body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            if isinstance(t, (ast.Name, ast.Attribute)):
+                out.setdefault(ast.unparse(t), stmt)
+    return out
+
+
+def cpu_markers(ctx, branch: ast.If) -> list:
+    """The calls that read, after ``branch``, a value only its CUDA-less arm sets (SimCLR's
+    ``else: args.gpu_index = -1`` read by ``torch.cuda.device(args.gpu_index)``): on Trainium, once the
+    test passes there, they get the value meant for CUDA."""
+    markers = {k: v for k, v in _targets(branch.orelse).items() if k not in _targets(branch.body)}
+    if not markers:
+        return []
+    after = runs_after(ctx, branch)
+    calls = []
+    for top in after:
+        for n in ctx.walk(top):
+            if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) \
+                    and ast.unparse(n) in markers and isinstance(ctx.parent(n), ast.Call) \
+                    and n in ctx.parent(n).args:
+                calls.append(ctx.parent(n))
+    return calls

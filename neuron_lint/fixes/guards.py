@@ -18,7 +18,13 @@ from dataclasses import replace
 
 from .cuda_only import SAYING
 from .device_dispatch import later_device_branch
-from .guard_reach import checks_requested_cuda, maps_to_where_saved, runs_after, same_tests
+from .guard_reach import (
+    checks_requested_cuda,
+    cpu_markers,
+    maps_to_where_saved,
+    runs_after,
+    same_tests,
+)
 from .guard_skips import (
     GENERIC_SKIP_WORDS,
     is_skip,
@@ -53,7 +59,7 @@ def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[lis
             region += [v for v in parent.values if v is not child]
         elif isinstance(parent, (ast.If, ast.While)) and parent.test is child:
             if not negated:
-                return region + list(parent.body), ""
+                return region + list(parent.body) + cpu_markers(ctx, parent), ""
             if not (_only_stops(parent.body) or _picks_the_cpu(ctx, parent)):
                 return None, ("the branch it takes without CUDA sets up the CPU path, which Trainium would then "
                               "skip; decide by hand what Trainium needs there")

@@ -29,7 +29,7 @@ from ..guards import decided_region
 from ..keyword_args import module_comments
 from ..legacy_tensor import legacy_dtype, plan_legacy_tensor, rewrite_legacy_tensor
 from ..stream_handles import STREAM_GETTERS, cuda_stream_needed
-from .cuda_call import looks_like_index
+from .cuda_call import looks_like_index, set_negative
 
 _KEYWORDS = {
     "stream": frozenset({"priority"}),
@@ -318,6 +318,12 @@ class CudaApi:
         form = entry.get("args", "any")
         if not _args_fit(call, form):
             ctx.note(hit, f"not rewritten: these arguments do not carry over to `{target}` unchanged")
+            return None
+        negative = set_negative(ctx, call.args[0]) if form == "index" and call is not None and call.args else None
+        if negative is not None:
+            ctx.note(hit, f"not rewritten: `{ast.unparse(call.args[0])}` is set to a negative index on line "
+                          f"{negative.lineno}; `torch.cuda.device(-1)` does nothing, while `{target}(-1)` raises "
+                          "on a host without an accelerator. Pass `None` for no device there first")
             return None
         data = {"target": target}
         if hit.subject == "torch.cuda.is_available":

@@ -24,6 +24,19 @@ def looks_like_index(node) -> bool:
     return False
 
 
+def set_negative(ctx, arg: ast.AST) -> ast.stmt | None:
+    """The assignment of a negative number to ``arg`` (a name or a dotted attribute) anywhere in the
+    module: SimCLR's ``args.gpu_index = -1`` for "no GPU", which ``torch.cuda.device`` accepts."""
+    if not isinstance(arg, (ast.Name, ast.Attribute)):
+        return None
+    text = ast.unparse(arg)
+    for n in ctx.walk(ctx.tree):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.UnaryOp) and isinstance(n.value.op, ast.USub) \
+                and isinstance(n.value.operand, ast.Constant) and any(ast.unparse(t) == text for t in n.targets):
+            return n
+    return None
+
+
 _STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
 
 
