@@ -452,3 +452,21 @@ def test_lines_a_formatter_leaves_as_written_are_not_broken():
     one_line = ('    parser.add_argument("--device", default=_current_device().type, '
                 'help="the device to use for PyTorch inference, cuda or cpu")\n')
     assert "    # fmt: off\n" + one_line + "    # fmt: on\n    parser.add_argument(\n" in fixed, fixed
+
+
+def test_a_form_feed_line_does_not_shift_the_line_that_is_broken():
+    # str.splitlines breaks at a form feed and Python does not: the line numbers of the grown lines
+    # pointed one line too high, at the `def` above the `with` (an internal error, the file left alone)
+    text = (
+        "\f\nimport torch\nfrom torch.cuda.amp import autocast\n\n\n"
+        "def step(model, x):\n    with autocast(True, torch.bfloat16):\n        return model(x)\n\n\n"
+        'if __name__ == "__main__":\n    step(model, x)\n'
+    )
+    fixed = fix_text(text, "train.py", Settings(unsafe_fixes=True)).text
+    assert fixed.startswith("\f\nimport torch\n")
+    assert (
+        "    with torch.autocast(\n"
+        '        DEVICE.type, enabled=DEVICE.type != "cpu", dtype=torch.bfloat16\n'
+        "    ):\n        return model(x)\n"
+    ) in fixed
+    assert not _long(fixed)

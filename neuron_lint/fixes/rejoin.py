@@ -39,6 +39,7 @@ import libcst as cst
 
 from ..engine.parsing import parse
 from ..errors import ParseError
+from ..io.positions import split_lines
 
 #: The last line of the shape: ``).to(DEVICE)``.
 _CLOSING = re.compile(r"^\s*\)\.\w+\(.+\),?\s*$")
@@ -49,9 +50,9 @@ def _changed_closings(current: str, new: str) -> set[int]:
     """The lines of ``new`` that end the shape and are not lines of ``current``."""
     old = None
     found = set()
-    for n, line in enumerate(new.splitlines(), 1):
+    for n, line in enumerate(split_lines(new), 1):
         if _CLOSING.match(line):
-            old = set(current.splitlines()) if old is None else old
+            old = set(split_lines(current)) if old is None else old
             if line not in old:
                 found.add(n)
     return found
@@ -115,7 +116,7 @@ def rejoin(current: str, new: str, limit: int, path: str = "<string>", indent_un
         tree = parse(new, path)
     except ParseError:
         return new
-    source = new.splitlines(keepends=True)
+    source = split_lines(new, keepends=True)
     done = False
     statements = [s for s in ast.walk(tree) if isinstance(s, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr))
                   and s.end_lineno in changed and s.end_lineno > s.lineno]
@@ -230,8 +231,8 @@ def join_shrunk(current: str, new: str, limit: int, path: str = "<string>") -> s
     """``new`` with each three-line call statement whose middle line (its arguments) a fix changed
     joined onto one line, when it fits ``limit`` and holds no comment or trailing comma; so is an
     assigned or returned value in parentheses of its own (:func:`_unparenthesised`)."""
-    old = set(current.splitlines())
-    lines = new.splitlines()
+    old = set(split_lines(current))
+    lines = split_lines(new)
     middles = {n for n in range(2, len(lines)) if lines[n - 1] not in old}
     if not middles:
         return new
@@ -239,7 +240,7 @@ def join_shrunk(current: str, new: str, limit: int, path: str = "<string>") -> s
         tree = parse(new, path)
     except ParseError:
         return new
-    source = new.splitlines(keepends=True)
+    source = split_lines(new, keepends=True)
     done = False
     every = list(_statements(tree.body))
     statements = [s for s in every if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Expr))

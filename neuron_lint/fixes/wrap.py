@@ -29,6 +29,7 @@ import libcst as cst
 
 from ..engine.parsing import parse
 from ..errors import ParseError
+from ..io.positions import split_lines
 from .bracket_split import (
     bracket_items,
     broken,
@@ -337,7 +338,7 @@ def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -
         tree = parse(text, path)
     except ParseError:
         return text
-    source = text.splitlines(keepends=True)
+    source = split_lines(text, keepends=True)  # as Python numbers lines: not at form feeds
     indent_unit = "    "
     breaker = _Breaker(limit, indent_unit)
     changed = False

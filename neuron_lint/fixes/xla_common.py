@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from ..io.positions import split_lines
+
 
 def base_name(node) -> str | None:
     while isinstance(node, ast.Attribute):
@@ -140,7 +142,7 @@ def fits(ctx, hit, node, new_length: int, indent: int = 0) -> bool:
     """Would replacing ``node`` (one line) by ``new_length`` characters, ``indent`` columns deeper,
     keep its line within the project's line length (or not make an already long line count twice)?
     ``fix`` refuses a rewrite that makes a line too long; saying so at plan time saves it the trial."""
-    lines = ctx.text.splitlines()
+    lines = split_lines(ctx.text)
     first = node.lineno - 1
     if first >= len(lines) or (node.end_lineno or node.lineno) != node.lineno:
         return True

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ast
 
+from ...io.positions import split_lines
 from ..keyword_args import module_comments
 from ..line_length import DEFAULT_LINE_LENGTH
 
@@ -329,7 +330,7 @@ class BackendFlags:
         one_line = updated.with_changes(func=func, args=[cst.Arg(value=_list(members))])
         # Keep within the line length (black's layout): the list on its own line, then one per line.
         pos = rx.position(original)
-        lines = rx.module.tree.code.splitlines()
+        lines = split_lines(rx.module.tree.code)
         first, last = lines[pos.start.line - 1], lines[pos.end.line - 1]
         head, tail = first[: pos.start.column], last[pos.end.column:]
         if len(head) + len(rx.code(one_line)) + len(tail) <= DEFAULT_LINE_LENGTH:
