@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (each registers its matchers)
     cuda_extension,
     cuda_module_reference,
     cuda_string_indirect,
+    cuda_tensor_type,
     ddp_device_ids,
     device_comparison,
     device_strings,
