@@ -38,8 +38,9 @@ def _type_call(node: ast.AST) -> bool:
 def cuda_tensor_type_argument(model: SemanticModel, node: ast.Call) -> Iterable[tuple[ast.AST, str]]:
     """``torch.set_default_tensor_type("torch.cuda.FloatTensor")``, ``x.type("torch.cuda.HalfTensor")``."""
     func = node.func
+    # `x.type(...)` is the tensor method; a bare `type(...)` is the builtin
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if name not in _TAKES_TYPE:
+    if name not in _TAKES_TYPE or (name == "type" and not isinstance(func, ast.Attribute)):
         return
     for arg in (*node.args, *(k.value for k in node.keywords if k.arg in ("t", "dtype"))):
         if _cuda_type_string(arg):

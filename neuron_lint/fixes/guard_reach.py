@@ -107,15 +107,13 @@ def maps_to_where_saved(ctx, choice: ast.IfExp, negated: bool) -> bool:
                and n.value.id == name for n in ctx.walk(scope))
 
 
-def _targets(body) -> dict[str, ast.stmt]:
-    """The names and dotted attributes the statements of ``body`` assign, by their text."""
-    out = {}
+def _targets(body) -> set[str]:
+    """The names and dotted attributes the statements of ``body`` assign, as text."""
+    out = set()
     for stmt in body:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
             stmt, (ast.AnnAssign, ast.AugAssign)) else []
-        for t in targets:
-            if isinstance(t, (ast.Name, ast.Attribute)):
-                out.setdefault(ast.unparse(t), stmt)
+        out.update(ast.unparse(t) for t in targets if isinstance(t, (ast.Name, ast.Attribute)))
     return out
 
 
@@ -123,7 +121,7 @@ def cpu_markers(ctx, branch: ast.If) -> list:
     """The calls that read, after ``branch``, a value only its CUDA-less arm sets (SimCLR's
     ``else: args.gpu_index = -1`` read by ``torch.cuda.device(args.gpu_index)``): on Trainium, once the
     test passes there, they get the value meant for CUDA."""
-    markers = {k: v for k, v in _targets(branch.orelse).items() if k not in _targets(branch.body)}
+    markers = _targets(branch.orelse) - _targets(branch.body)
     if not markers:
         return []
     after = runs_after(ctx, branch)

@@ -177,7 +177,7 @@ def _kernel_wrapper(ctx) -> str:
     if here in compiling:
         return "its own " + compiling[here].rpartition(",")[0].removeprefix("the ")
     extensions = _extension_modules(root)
-    # a test of the kernels themselves (torch-ngp's testing/test_gridencoder.py: `from gridencoder
+    # a test of the kernels themselves (torch-ngp's testing/test_hashencoder.py: `from gridencoder
     # import GridEncoder`, a package whose grid.py calls them): what it imports is their package
     tests = is_test_path(os.path.relpath(here, root))
     folders = {os.path.dirname(file): file for file in sorted(compiling, reverse=True)} if tests else {}
