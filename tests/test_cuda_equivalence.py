@@ -126,19 +126,13 @@ def outcome(fn, args: tuple):
 @pytest.mark.parametrize(("source", "target", "kind"), list(map_entries()))
 def test_mapped_call_behaves_as_the_cuda_call(source, target, kind):
     src, tgt = resolve(source), resolve(target)
-    if kind == "none":
-        forms = [()]
-    elif kind in ("device", "any"):
-        forms = DEVICE_FORMS
-    elif kind == "index":  # torch.cuda.device(i) as a context: the device inside it
-        forms = None
+    forms = DEVICE_FORMS if kind in ("device", "any") else [()]  # "none", "stream": no argument
+    if kind == "index":  # torch.cuda.device(i) as a context: the device inside it
         for fn in (src, tgt):
             with fn(0):
                 assert torch.cuda.current_device() == 0
         return
-    elif kind == "stream":
-        forms = [()]
-    elif kind == "event":
+    if kind == "event":
         made = [fn(enable_timing=True) for fn in (src, tgt)]
         for start in made:
             end = type(start)(enable_timing=True)
@@ -148,8 +142,6 @@ def test_mapped_call_behaves_as_the_cuda_call(source, target, kind):
             end.synchronize()
             assert start.query() and end.query() and start.elapsed_time(end) >= 0
         return
-    else:
-        forms = [()]
     if source.endswith("set_stream"):
         made = torch.cuda.Stream()
         forms = [(made,)]

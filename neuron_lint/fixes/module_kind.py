@@ -196,6 +196,24 @@ def search_bases(module_path: str, root: str) -> list[str]:
         folder = os.path.dirname(folder)
 
 
+def import_bases(module_path: str, root: str, level: int) -> list[str]:
+    """The folders an import in ``module_path`` resolves its module from: for ``from <level dots>...``
+    the module's package folder, ``level - 1`` folders up; for an absolute import (level 0), the
+    folders of :func:`search_bases` (RWKV's `from src.model import GPT`, run from its own folder)."""
+    if not level:
+        return search_bases(module_path, root)
+    base = os.path.dirname(os.path.abspath(module_path))
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    return [base]
+
+
+def module_files(base: str, parts: list[str]) -> tuple[str, str]:
+    """The two files module ``parts`` (``["synthesizer", "utils"]``) may be under ``base``."""
+    stem = os.path.join(base, *parts)
+    return stem + ".py", os.path.join(stem, "__init__.py")
+
+
 def _search_stems(importer: str, root: str, module: str) -> list[str]:
     return [os.path.join(base, *module.split(".")) for base in search_bases(importer, root)]
 

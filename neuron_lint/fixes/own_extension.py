@@ -18,7 +18,13 @@ import functools
 import os
 import re
 
-from .module_kind import is_test_path, search_bases, top_imports
+from .module_kind import (
+    import_bases,
+    is_test_path,
+    module_files,
+    search_bases,
+    top_imports,
+)
 from .project_scan import MAX_BYTES, project_root, python_files
 
 _BUILDS = re.compile(rb"\b(CUDAExtension|CppExtension|BuildExtension)\b")
@@ -188,11 +194,7 @@ def _kernel_wrapper(ctx) -> str:
         if built:  # the extension itself (Swin's kernels/window_process/unit_test.py)
             return f"the extension `{built}`"
         if isinstance(node, ast.ImportFrom):
-            bases = [os.path.dirname(here)]
-            for _ in range(node.level - 1):
-                bases = [os.path.dirname(bases[0])]
-            if not node.level:  # absolute: from the script's folder (RWKV's `from src.model import GPT`) up
-                bases = search_bases(here, root)
+            bases = import_bases(here, root, node.level)
             parts = node.module.split(".") if node.module else []
             names = [parts] + [parts + [a.name] for a in node.names]
         elif isinstance(node, ast.Import):
@@ -201,8 +203,7 @@ def _kernel_wrapper(ctx) -> str:
             continue
         for base in bases:
             for name in names:
-                stem = os.path.join(base, *name) if name else base
-                for file in (stem + ".py", os.path.join(stem, "__init__.py")):
+                for file in module_files(base, name):
                     if file in compiling:
                         shown = os.path.relpath(file, root).replace(os.sep, "/")
                         return f"{compiling[file]} {shown}"

@@ -38,26 +38,16 @@ def replicating_call(ctx) -> str:
 
 
 def _candidates(path: str, module: str, level: int) -> list[str]:
-    """The files ``from <level dots><module> import ...`` in ``path`` may read: relative to its folder,
-    or for an absolute import from the folders :func:`.module_kind.search_bases` gives (up to the
-    project's root)."""
-    from .module_kind import search_bases
+    """The files ``from <level dots><module> import ...`` in ``path`` may read (:func:`.module_kind.import_bases`:
+    relative to its folder, or for an absolute import from the folders up to the project's root)."""
+    from .module_kind import import_bases, module_files
     from .project_scan import project_root
 
+    root = project_root(path)
+    if not level and not root:
+        return []
     parts = module.split(".") if module else []
-    if level:
-        base = os.path.dirname(os.path.abspath(path))
-        for _ in range(level - 1):
-            base = os.path.dirname(base)
-        bases = [base]
-    else:
-        root = project_root(path)
-        bases = search_bases(path, root) if root else []
-    out = []
-    for base in bases:
-        stem = os.path.join(base, *parts)
-        out += [stem + ".py", os.path.join(stem, "__init__.py")]
-    return [p for p in out if os.path.isfile(p)]
+    return [p for base in import_bases(path, root, level) for p in module_files(base, parts) if os.path.isfile(p)]
 
 
 def _replicating_in(path: str) -> frozenset[str]:
