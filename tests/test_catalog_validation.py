@@ -1,7 +1,6 @@
 """A malformed rule file is reported with its file name and the key at fault."""
 
 import re
-import shutil
 
 import pytest
 

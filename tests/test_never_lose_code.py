@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import difflib
 import os
-import shutil
 import signal
 import stat
 import subprocess

@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 
 import jsonschema
-import pytest
 
 from neuron_lint.api import check_paths
 from neuron_lint.config.settings import Settings

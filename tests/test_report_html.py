@@ -5,7 +5,6 @@ and keep markup from the scanned code inert: a file containing `</script><img ..
 """
 
 import json
-import os
 import shutil
 import subprocess
 from html.parser import HTMLParser

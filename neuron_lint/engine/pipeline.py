@@ -21,8 +21,8 @@ from ..catalog.registry import MATCHERS
 from ..config.settings import Settings
 from ..errors import ParseError
 from ..fixes import plan_fix
-from ..fixes.guards import BLOCKING_FAMILIES
-from ..fixes.guards import settle as settle_guards
+from ..fixes.guard_settle import BLOCKING_FAMILIES
+from ..fixes.guard_settle import settle as settle_guards
 from ..fixes.plan import PlanContext
 from ..io.notebook import (
     NotebookError,

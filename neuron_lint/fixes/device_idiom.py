@@ -24,6 +24,8 @@ from .device_choice import (
     short,
 )
 from .device_forms import convert, cst_literal_kind, word
+from .guard_reach import typed_data_note
+from .guards import region_nodes
 from .line_length import line_length
 from .plan import DEVICE_VAR
 
@@ -98,6 +100,10 @@ def plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str, fixer:
     called = not negated and kind == "plain" and device_call_arm(ctx, cuda_arm) is node
     if node is not cuda_arm and not called:
         ctx.note(hit, f"not rewritten: `{short(ctx, guard)}` picks CUDA when CUDA is missing; fix it by hand")
+        return None
+    typed = typed_data_note(ctx, guard.test, region_nodes)
+    if typed:
+        ctx.note(hit, f"not rewritten: {typed}")
         return None
     data = device_data(ctx, hit, guard)
     if data is None:

@@ -68,7 +68,9 @@ from .device_idiom import (
     rewrite_inline,
 )
 from .device_lists import rewrite_guard_list
-from .module_kind import picks_visible_devices
+from .guard_reach import compared_as_cuda, typed_data_note
+from .guards import region_nodes
+from .module_kind import forks_workers, picks_visible_devices
 from .own_extension import own_extension
 
 
@@ -119,6 +121,11 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             ctx.note(hit, "not rewritten: `torch.accelerator` needs PyTorch 2.6 (raise --min-torch to use it)")
             return None
         value = ctx.device_variable.value
+        tests = [n for n in ctx.walk(value) if is_availability(ctx, n)]
+        typed = typed_data_note(ctx, tests[0], region_nodes) if tests else ""
+        if typed:
+            ctx.note(hit, f"not rewritten: {typed}")
+            return None
         # `torch.device("cuda")` probes nothing; the idiom asks the driver when the module is imported,
         # which a library module must not do (on CUDA it initialises the driver, perhaps before a fork).
         # A script that picks the visible GPUs when it runs must not ask before it does (yolov5).
@@ -127,6 +134,8 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             message += " (this library module then probes the device when it is imported)"
         elif picks_visible_devices(ctx):
             message += " (the module then probes the device when it is imported, before it chooses the visible GPUs)"
+        elif forks_workers(ctx):
+            message += " (the module then probes the device when it is imported, before it forks its workers)"
         else:
             unsafe = None
         return ctx.propose(hit, value, type(value).__name__, message,
@@ -180,6 +189,9 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             and data.get("device") in ("script", "library")):
         # `torch.device("cuda")` is the device itself, not `torch.device(DEVICE.type)` (both without index)
         return ctx.propose(hit, call, "Call", message, {**data, "mode": "device_call"})
+    compared = compared_as_cuda(ctx, node)
+    if compared:  # kept only with those comparisons (guard_settle.settle): they decide the same device
+        data = {**data, "region": [[*ctx.span(c), ctx.segment(c).splitlines()[0][:60]] for c in compared]}
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node)})
 

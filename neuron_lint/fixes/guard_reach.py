@@ -8,12 +8,17 @@
 - ``map_location = None if torch.cuda.is_available() else "cpu"``: ``None`` is where the tensors were
   saved, CUDA for a GPU checkpoint, so the CUDA test is the right one there;
 - ``else: args.gpu_index = -1``: a value only the branch without CUDA sets, read later by a call
-  (``torch.cuda.device(args.gpu_index)``, a no-op for -1): that call is decided by the guard too.
+  (``torch.cuda.device(args.gpu_index)``, a no-op for -1): that call is decided by the guard too;
+- another availability test of the same function (or module) that picks a CUDA tensor type for the
+  data: that test stays, so this one must too, or the data and the models part ways.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+
+_CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.[A-Za-z]*Tensor")
 
 
 def runs_after(ctx, stmt: ast.stmt) -> list:
@@ -133,3 +138,56 @@ def cpu_markers(ctx, branch: ast.If) -> list:
                     and n in ctx.parent(n).args:
                 calls.append(ctx.parent(n))
     return calls
+
+
+
+def typed_data_note(ctx, guard, region) -> str:
+    """Why ``guard`` stays when another ``torch.cuda.is_available()`` of its function, class or
+    module decides code (``region(ctx, test)``, :func:`.guards.region_nodes`) that names a CUDA
+    tensor type, else ``""``. PyTorch-GAN's esrgan puts its
+    models on ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` and makes its data
+    with ``Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.Tensor``. The type
+    has no device-agnostic spelling, so that test stays; with this one rewritten alone, Trainium
+    would get the models on its device and the data on the CPU."""
+    from .device_choice import is_availability
+
+    home = _home(ctx, guard)
+    walked = ctx.walk(home)
+    if not any(isinstance(n, ast.Attribute) and _CUDA_TENSOR_TYPE.fullmatch(ctx.qualname(n) or "") for n in walked):
+        return ""
+    for n in walked:
+        if n is guard or not is_availability(ctx, n) or _home(ctx, n) is not home:
+            continue
+        nodes, _ = region(ctx, n)
+        if any(isinstance(m, ast.Attribute) and _CUDA_TENSOR_TYPE.fullmatch(ctx.qualname(m) or "")
+               for top in nodes or () if isinstance(top, ast.AST) for m in ctx.walk(top)):
+            return (f"the same test on line {n.lineno} picks a CUDA tensor type for the data, which stays; "
+                    "rewritten alone, this one would put what it decides on Trainium's device and leave the "
+                    "data on the CPU. Port the two together")
+    return ""
+
+
+def compared_as_cuda(ctx, literal) -> list:
+    """The tests of the module that compare the variable ``literal`` is stored in with CUDA's name
+    (``X == "cuda"``, ``X.type == "cuda"``, ``"cuda" in X``): 3D-ResNets sets ``opt.device =
+    torch.device('cpu' if opt.no_cuda else 'cuda')`` and asks ``opt.device.type == 'cuda'`` before
+    giving each process its GPU. With the current device in the variable, Trainium would fail those
+    tests and take the CPU's path beside the accelerator's, so the string goes only with them."""
+    node, parent = literal, ctx.parent(literal)
+    while isinstance(parent, ast.IfExp) and node is not parent.test or (
+            isinstance(parent, ast.Call) and node in parent.args and ctx.qualname(parent.func) == "torch.device"):
+        node, parent = parent, ctx.parent(parent)
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
+            and isinstance(parent.targets[0], (ast.Name, ast.Attribute))):
+        return []
+    held = ast.unparse(parent.targets[0])
+    names = (held, f"{held}.type", f"str({held})")
+    found = []
+    for n in ctx.walk(ctx.tree):
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.NotEq, ast.In)):
+            left, right = n.left, n.comparators[0]
+            pairs = [(left, right)] if isinstance(n.ops[0], ast.In) else [(left, right), (right, left)]
+            if any(isinstance(c, ast.Constant) and c.value == "cuda" and ast.unparse(other) in names
+                   for c, other in pairs):
+                found.append(n)
+    return found

@@ -6,15 +6,14 @@ the same fix run; otherwise the guard must stay (the program keeps its CPU path 
 
 :func:`decided_region` (planning, on the ast) finds what a guard decides -- the branch it opens,
 the rest of an ``and`` chain, the uses of a variable it is assigned to -- and the CUDA-specific
-sites in it. :func:`settle` (after every finding of the file is planned) keeps a guard's fix only
-when each of those sites has a fix at least as safe; else the guard gets a note naming the site.
+sites in it. :func:`.guard_settle.settle` (after every finding of the file is planned) keeps a guard's fix
+only when each of those sites has a fix at least as safe; else the guard gets a note naming the site.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 
 from .cuda_only import SAYING
 from .device_dispatch import later_device_branch
@@ -24,6 +23,7 @@ from .guard_reach import (
     maps_to_where_saved,
     runs_after,
     same_tests,
+    typed_data_note,
 )
 from .guard_skips import (
     GENERIC_SKIP_WORDS,
@@ -35,8 +35,6 @@ from .guard_skips import (
 )
 from .name_words import names_gpu, string_picks_gpu
 
-#: Findings that never block a guard: setting a cuDNN/CUDA backend flag is harmless elsewhere.
-HARMLESS = frozenset({"NRN209"})
 #: Keyword arguments a guard's value may feed without deciding device-specific code.
 HARMLESS_KEYWORDS = frozenset({"pin_memory"})
 _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -48,7 +46,7 @@ def _site(ctx, node) -> list:
     return [*ctx.span(node), text[:60]]
 
 
-def _region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list | None, str]:
+def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list | None, str]:
     """The nodes whose running ``node`` (a boolean; false means "CUDA" when ``negated``) decides, or (None, why)."""
     child, parent = node, ctx.parent(node)
     region: list = []
@@ -173,7 +171,7 @@ def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[
     if ctx.bound.get(name, 0) != 1 and scope is ctx.tree:
         return None, f"`{name}` is bound more than once; neuron-lint cannot see what it decides"
     for use in uses:
-        more, why = _region_nodes(ctx, use, depth=1)
+        more, why = region_nodes(ctx, use, depth=1)
         if more is None and why.startswith("its value goes to"):
             return None, f"`{name}` (line {use.lineno}): {why}"
         if more is None:
@@ -226,14 +224,17 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if later:
         return None, (f"a later branch of this `if` (line {later}) handles another device; a device-agnostic "
                       "test here would take that branch's place there")
-    nodes, why = _region_nodes(ctx, call, negated=negated)
+    nodes, why = region_nodes(ctx, call, negated=negated)
     if nodes is None:
         return None, why
     for peer in same_tests(ctx, call):
-        more, why = _region_nodes(ctx, peer, negated=negated)
+        more, why = region_nodes(ctx, peer, negated=negated)
         if more is None:
             return None, f"the same test on line {peer.lineno} is left ({why}), and the two must agree"
         nodes = nodes + more
+    typed = typed_data_note(ctx, call, region_nodes)
+    if typed:
+        return None, typed
     sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
     skip = skip_call(ctx, call)
     if skip is not None and not sites:
@@ -338,105 +339,3 @@ def _float64_test(ctx, nodes, guard) -> str:
             elif isinstance(n, ast.Attribute) and ctx.qualname(n) in _FLOAT64:
                 return f"`{ctx.qualname(n)}` (line {n.lineno})"
     return ""
-
-
-#: Findings of these families inside decided code block a guard unless they are fixed too.
-BLOCKING_FAMILIES = ("NRN1", "NRN2", "NRN6")
-
-
-def _inside(g, area) -> bool:
-    return (area[0], area[1]) <= (g.line, g.col) and (g.end_line, g.end_col) <= (area[2], area[3])
-
-
-def _overlap(a, b) -> bool:
-    return (a[0], a[1]) < (b[2], b[3]) and (b[0], b[1]) < (a[2], a[3])
-
-
-_FSTRING = re.compile(r"[rRbBuU]?[fF][rR]?['\"]")
-
-
-def _covering(f, site, findings) -> tuple[list, list]:
-    """The findings that cover one site of guard ``f``'s region (none: nothing there blocks it), and
-    the site as the note names it."""
-    covering = [g for g in findings if g is not f and _overlap((g.line, g.col, g.end_line, g.end_col), site[:4])]
-    if len(site) > 4 and _FSTRING.match(site[4]):
-        # `f"cuda:{torch.cuda.device_count() - 1}"`: a finding inside the braces does not fix the string
-        covering = [g for g in covering if (g.line, g.col) <= (site[0], site[1])]
-    if any(g.code in HARMLESS for g in covering):
-        return [], site
-    if len(site) > 4 and site[4] == "":  # an area: only the CUDA-specific findings inside it count
-        covering = [g for g in covering if g.code[:4] in BLOCKING_FAMILIES and _inside(g, site)]
-        if not covering:
-            return [], site
-        site = [covering[0].line, covering[0].col, covering[0].end_line, covering[0].end_col, covering[0].code]
-    elif not covering:
-        return [None], site  # a CUDA site no finding covers: nothing fixes it
-    return covering, site
-
-
-def is_guard(f) -> bool:
-    return f.fix is not None and any(k == "region" for k, _ in f.fix.data)
-
-
-def depends_on(guard, findings: list) -> list:
-    """The findings among ``findings`` whose fixes ``guard``'s fix needs (those in what it decides)."""
-    out: dict[int, object] = {}
-    for site in dict(guard.fix.data)["region"]:
-        out.update((id(g), g) for g in _covering(guard, site, findings)[0] if g is not None)
-    return list(out.values())
-
-
-def settle(findings: list) -> list:
-    """Drop the fix of every guard whose decided CUDA sites are not all fixed as safely (see module doc)."""
-    guards = [i for i, f in enumerate(findings) if is_guard(f)]
-    if not guards:
-        return findings
-    out, placing = list(findings), None
-    for i in guards:
-        f = findings[i]
-        region = dict(f.fix.data)["region"]
-        for site in region:
-            covering, site = _covering(f, site, findings)
-            left = [g for g in covering if g is None or g.fix is None
-                    or (g.fix.applicability != "safe" and f.fix.applicability != "unsafe")]
-            if left:
-                what = f"`{site[4]}`" if len(site) > 4 and site[4] else "CUDA-only code"
-                out[i] = replace(f, fix=None, fix_note=(
-                    f"not rewritten: the code it guards still has {what} (line {site[0]}), which this fix run does "
-                    "not rewrite; on Trainium the guard would let it run. Make that code device-agnostic first"))
-                if placing is None and any(g is not None and g.code in _PLACES for g in left):
-                    placing = out[i]
-                break
-    return _agreeing(out, guards, placing)
-
-
-_AVAILABLE = "`torch.cuda.is_available`"
-_PLACES = frozenset({"NRN201", "NRN202", "NRN210"})  # `.cuda()`, a CUDA device, DataParallel: placement
-
-
-def _agreeing(findings: list, guards: list[int], placing) -> list:
-    """Where a module keeps a ``torch.cuda.is_available()`` test over code that places things on
-    CUDA, its other tests stay too: on Trainium they would disagree (moco-v3: the model stayed on
-    the CPU, its test kept for DataParallel, while rewritten tests sent the targets to neuron)."""
-    if placing is None or not placing.message.startswith(_AVAILABLE):
-        return findings
-    out = list(findings)
-    for i in guards:
-        f = out[i]
-        if f.fix is not None and f.message.startswith(_AVAILABLE):
-            out[i] = replace(f, fix=None, fix_note=(
-                f"not rewritten: the CUDA test on line {placing.line} stays, so on Trainium the code it decides "
-                "keeps its CPU path; rewritten, this test would send other code to the accelerator beside it. "
-                "Rewrite them together, by hand"))
-    return out
-
-
-def unsupported(used: list, everything: list) -> list:
-    """The guards among ``used`` (fixes applied together) whose decided code needs a fix among
-    ``everything`` (the file's findings) that is not in ``used``: applied without it, the guard
-    would let CUDA-only code run on Trainium."""
-    guards = [f for f in used if is_guard(f)]
-    if not guards:
-        return []
-    applied = {id(f) for f in used}
-    return [f for f in guards if any(id(g) not in applied for g in depends_on(f, everything))]

@@ -32,10 +32,10 @@ def local_device(ctx, node: ast.AST) -> str:
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not any(s is child for s in fn.body):
         return ""
     for name in LOCAL_NAMES:
-        bindings = list(_bindings(fn, name))
-        if len(bindings) != 1 or bindings[0] is None:
+        found = list(bindings(fn, name))
+        if len(found) != 1 or found[0] is None:
             continue
-        stmt = bindings[0]
+        stmt = found[0]
         if (stmt.end_lineno or stmt.lineno) >= node.lineno:
             continue
         if DEVICE_VALUE.match(ctx.segment(stmt.value).strip()) or _accelerators_device(ctx, fn, stmt.value):
@@ -50,7 +50,7 @@ def _accelerators_device(ctx, fn, value: ast.AST) -> bool:
     if not (isinstance(value, ast.Attribute) and value.attr == "device" and isinstance(value.value, ast.Name)):
         return False
     name = value.value.id
-    local = list(_bindings(fn, name))
+    local = list(bindings(fn, name))
     if local:
         stmts = local
     else:  # the module's own: bound once, by a top-level statement
@@ -72,12 +72,12 @@ def _accelerate_device(ctx, fn, node: ast.AST) -> str:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                 and isinstance(stmt.value, ast.Call) and ctx.qualname(stmt.value.func) == "accelerate.Accelerator"):
             name = stmt.targets[0].id
-            if list(_bindings(fn, name)) == [stmt]:
+            if list(bindings(fn, name)) == [stmt]:
                 return f"{name}.device"
     return ""
 
 
-def _bindings(fn, name: str):
+def bindings(fn, name: str):
     """Each binding of ``name`` in ``fn``'s own scope: the ``Assign`` for ``name = value``, else None
     (a parameter, another kind of assignment, an import, a nested definition); a ``global`` or
     ``nonlocal`` declaration counts twice, so that the name is never taken for a local."""

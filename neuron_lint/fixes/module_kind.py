@@ -142,6 +142,29 @@ def picks_visible_devices(ctx) -> bool:
     return found
 
 
+_FORKERS = frozenset({"multiprocessing.Process", "multiprocessing.Pool", "torch.multiprocessing.Process",
+                      "torch.multiprocessing.Pool", "os.fork"})
+
+
+def forks_workers(ctx) -> bool:
+    """Does the module start worker processes by forking: ``multiprocessing.Process``/``Pool`` (the
+    standard library's or torch's, whose default start method forks on Linux) or ``os.fork``, with
+    no ``set_start_method``/``get_context`` naming ``"spawn"`` or ``"forkserver"``? A device probed at
+    import starts the CUDA driver in the parent, and a forked worker that then touches CUDA fails
+    (semantic-segmentation-pytorch's ``eval_multipro.py``: "Cannot re-initialize CUDA in forked
+    subprocess"). Asked once per module (the answer is kept on ``ctx``)."""
+    found = ctx.__dict__.get("_nrn_forks")
+    if found is None:
+        found = False
+        if "Process" in ctx.text or "Pool" in ctx.text or "fork" in ctx.text:
+            calls = [n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)]
+            spawns = any(getattr(n.func, "attr", getattr(n.func, "id", "")) in ("set_start_method", "get_context")
+                         and n.args and is_str(n.args[0], "spawn", "forkserver") for n in calls)
+            found = not spawns and any(ctx.qualname(n.func) in _FORKERS for n in calls)
+        ctx.__dict__["_nrn_forks"] = found
+    return found
+
+
 def child_visible_devices(ctx) -> int:
     """The line where the module gives the processes it starts their ``CUDA_VISIBLE_DEVICES``
     (audiocraft's FAD metric: ``env["CUDA_VISIBLE_DEVICES"] = str(gpu_index)`` for TensorFlow

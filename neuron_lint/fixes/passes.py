@@ -24,7 +24,7 @@ from ..errors import ParseError
 from ..io.positions import split_lines
 from ..model import Finding
 from .edits import apply_edits
-from .guards import settle, unsupported
+from .guard_settle import settle, unsupported
 
 
 @dataclass

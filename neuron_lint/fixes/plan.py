@@ -17,7 +17,15 @@ from ..engine.parents import TreeParents
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
 from .local_device import local_device
-from .module_kind import binds_torch, is_main_guard, is_script, is_str, module_level, picks_visible_devices
+from .module_kind import (
+    binds_torch,
+    forks_workers,
+    is_main_guard,
+    is_script,
+    is_str,
+    module_level,
+    picks_visible_devices,
+)
 
 #: The module-level device variable a script gets, and the helper a library module gets.
 DEVICE_VAR = "DEVICE"
@@ -280,7 +288,8 @@ class PlanContext:
             if at_top and node.lineno <= (stmt.end_lineno or stmt.lineno) and not self.in_device_definition(node):
                 return {}, f"the site runs before the module's device variable `{name}` is defined"
             return {"device": "var", "name": name}, ""
-        if self.is_script and not self.torch_only_conditionally and not picks_visible_devices(self):
+        if self.is_script and not self.torch_only_conditionally and not picks_visible_devices(self) \
+                and not forks_workers(self):
             if not self.bound.get(DEVICE_VAR, 0):
                 if at_top and node.lineno <= self.leading_end:
                     return {}, "the site runs among the imports, before a device variable could be defined"

@@ -246,14 +246,6 @@ def _imports_torch(stmt) -> bool:
     return False
 
 
-def _is_main_guard(stmt: cst.If) -> bool:
-    test = stmt.test
-    return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
-            and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)
-            and isinstance(test.comparisons[0].comparator, cst.SimpleString)
-            and test.comparisons[0].comparator.evaluated_value == "__main__")
-
-
 def _module_names(tree: cst.Module) -> set[str]:
     names = set()
     for stmt in tree.body:
@@ -296,6 +288,7 @@ def _import_or_flag(small) -> bool:
 
 
 def _is_main_guard(stmt) -> bool:
+    """``if __name__ == "__main__":`` (or any test of ``__name__``)."""
     test = getattr(stmt, "test", None)
     return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__")
 

@@ -12,7 +12,7 @@ that overrides the rule's. ``args`` says which calls carry over:
 - ``stream`` / ``event``: no positional arguments, only the listed keywords.
 
 ``torch.cuda.is_available()`` is a device guard: it is rewritten only when everything it decides
-is rewritten too (see :func:`neuron_lint.fixes.guards.settle`), so that on Trainium the program
+is rewritten too (see :func:`neuron_lint.fixes.guard_settle.settle`), so that on Trainium the program
 takes the branch meant for the accelerator and on CUDA the same branch as before.
 ``torch.cuda.manual_seed(_all)(s)`` right next to ``torch.manual_seed(s)`` is a duplicate
 (``torch.manual_seed`` seeds every device) and is removed, safely.

@@ -63,6 +63,19 @@ def _is_current_index(ctx, node) -> bool:
             and ctx.qualname(node.func) in _CURRENT_INDEX)
 
 
+def _holds_index(ctx, node) -> bool:
+    """A local name whose every binding in its function is an index: pycls's ``cur_device =
+    torch.cuda.current_device()`` before ``model.cuda(device=cur_device)``, or an integer."""
+    from ..local_device import bindings
+
+    fn = ctx.enclosing_function(node) if isinstance(node, ast.Name) else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    found = list(bindings(fn, node.id))
+    return bool(found) and all(b is not None and (_is_current_index(ctx, b.value) or looks_like_index(b.value))
+                               for b in found)
+
+
 def _own_mover(ctx, call) -> str:
     """``self.cuda()`` in a class that defines its own ``cuda`` or ``to``: the method ``.to(...)``
     would reach, or ``""``. flux's TensorRT ``Engine.to`` calls ``self.cuda()``, its own engine
@@ -189,7 +202,7 @@ class CudaCall:
                 return None
         current = _is_current_index(ctx, index)
         if index is not None and not current and not (isinstance(index, ast.Constant) and index.value is None) \
-                and not looks_like_index(index):
+                and not looks_like_index(index) and not _holds_index(ctx, index):
             ctx.note(hit, "not rewritten: the argument may be a device object rather than an index; write `.to(device)` by hand")
             return None
         data = ctx.device_or_note(hit, call)

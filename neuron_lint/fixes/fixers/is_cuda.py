@@ -12,7 +12,7 @@ test lets ``neuron`` tensors into the code it guards (the body of ``if x.is_cuda
 compiled extension (``_C.deform_conv_forward``), a kernel launch (``kernel[grid](...)``), a
 custom op, raw pointers -- nothing is rewritten: ``is_cuda`` is the right question there. CUDA
 APIs in that code (``torch.cuda.*``, ``.cuda()``, ``"cuda"``) are handed to
-:func:`neuron_lint.fixes.guards.settle` as the plan's ``region``: the fix stays only when this
+:func:`neuron_lint.fixes.guard_settle.settle` as the plan's ``region``: the fix stays only when this
 fix run rewrites each of them too. A value that decides nothing device-specific
 (``pin_memory=not x.is_cuda``, ``non_blocking=...``, a printed value) is rewritten as it is.
 """
@@ -233,7 +233,7 @@ class IsCuda:
             return None
         # The decided code itself: any CUDA-specific finding inside it (DataParallel, a CUDA
         # extension...) must be fixed in the same run too (an area, marked by an empty text; see
-        # guards.settle), else a neuron tensor would reach it on Trainium.
+        # guard_settle.settle), else a neuron tensor would reach it on Trainium.
         sites += [[*ctx.span(top), ""] for top in region if hasattr(top, "lineno")]
         data = {"negated": negated, "parens": not loose}
         if sites:
