@@ -1403,3 +1403,41 @@ def test_cuda_of_an_object_built_by_a_project_class_with_its_own_cuda_is_kept(tm
     assert "self.pipe.cuda()" in fixed and "    pipe.cuda()" in fixed
     assert "net.to(" in fixed  # an nn.Module's own cuda() is still rewritten
     assert "meshes.to(" in fixed  # so is pytorch3d's `Meshes.cuda`, which is `return self.to("cuda")`
+
+
+def test_cuda_of_an_object_a_project_class_loads_is_kept_however_it_is_reached(tmp_path):
+    # DrQA (held out, set 33): `DocReader` is no nn.Module; its `cuda()` moves its network and sets
+    # `use_cuda`. It is reached through its package (`reader.DocReader.load`) and through one of
+    # several assignments (`model, epoch = DocReader.load_checkpoint(...)`); `.to(...)` raised
+    # AttributeError on CUDA
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "reader").mkdir()
+    (tmp_path / "reader" / "__init__.py").write_text("from .model import DocReader\n")
+    (tmp_path / "reader" / "model.py").write_text(
+        "class DocReader(object):\n    def cuda(self):\n        self.use_cuda = True\n"
+        "        self.network = self.network.cuda()\n")
+    src = """
+        import torch
+        import reader
+        from reader import DocReader
+
+
+        class Pipeline:
+            def __init__(self, path, cuda):
+                self.reader = reader.DocReader.load(path)
+                if cuda:
+                    self.reader.cuda()
+
+
+        def main(args):
+            if args.checkpoint:
+                model, start_epoch = DocReader.load_checkpoint(args.checkpoint)
+            else:
+                model = init_from_scratch(args)
+            if args.cuda:
+                model.cuda()
+            net = torch.nn.Linear(2, 2).cuda()
+    """
+    fixed = fix_all(src, str(tmp_path / "train.py"))
+    assert "self.reader.cuda()" in fixed and "        model.cuda()" in fixed
+    assert "net = torch.nn.Linear(2, 2).to(" in fixed

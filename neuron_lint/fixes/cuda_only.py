@@ -319,6 +319,12 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
                 "whose quantized parameters quantize when moved with `cuda()` (`.to(device)` does so only for "
                 "weights coming from the CPU); rewritten, its CUDA code would be half converted, and a model "
                 "already on the GPU would stay unquantized. Keep it for GPU runs; give Trainium its own path")
+    default = _cuda_default_type(ctx)
+    if default:
+        return (f"not rewritten: the module makes a CUDA tensor type the default (line {default}), which has no "
+                "device-agnostic spelling, so the tensors it creates without a device stay CUDA's; rewritten, "
+                "its explicit moves would put Trainium's tensors on the accelerator beside CPU-made ones. Give "
+                "the created tensors a device first (`torch.set_default_device`)")
     from .own_extension import kernel_wrapper
 
     kernels = kernel_wrapper(ctx)
@@ -341,18 +347,40 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
     return ""
 
 
+#: Packages of CUDA kernels (NRN612's) that a model module may be built on.
+_KERNEL_PACKAGES = frozenset({"mamba_ssm", "causal_conv1d", "selective_scan_cuda", "liger_kernel", "flashinfer",
+                              "megablocks", "grouped_gemm", "natten", "sageattention", "spconv", "MinkowskiEngine",
+                              "torchsparse", "tinycudann", "nvdiffrast", "gsplat", "pointnet2_ops"})
+
+
+def _cuda_default_type(ctx) -> int:
+    """The line where the module makes a CUDA tensor type the default (ssd.pytorch's ``train.py``:
+    ``torch.set_default_tensor_type('torch.cuda.FloatTensor')``), or 0."""
+    if "set_default_tensor_type" not in ctx.text:
+        return 0
+    for n in ctx.walk(ctx.tree):
+        if isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.set_default_tensor_type" and n.args and (
+                (isinstance(n.args[0], ast.Constant) and str(n.args[0].value).startswith("torch.cuda."))
+                or (ctx.qualname(n.args[0]) or "").startswith("torch.cuda.")):
+            return n.lineno
+    return 0
+
+
 def _required_library(ctx) -> tuple[str, int] | None:
-    """A CUDA-only library (xFormers, flash-attn, bitsandbytes) the module will not run without: a
-    ``try`` importing it at module level whose ``except ImportError`` raises (dinov2's training
-    ``ssl_meta_arch``), or whose flag set in the ``try`` is asserted at module level (Depth-Anything's
-    copy: ``assert XFORMERS_AVAILABLE``); (its name, the line of the import), else None."""
+    """A CUDA-only library (xFormers, flash-attn, bitsandbytes, a package of CUDA kernels such as
+    mamba_ssm) the module will not run without: a ``try`` importing it at module level whose ``except
+    ImportError`` raises (dinov2's training ``ssl_meta_arch``), or whose flag set in the ``try`` is
+    asserted in the module (Depth-Anything's copy: ``assert XFORMERS_AVAILABLE`` at module level;
+    mistral-inference's ``Mamba.__init__``: ``assert _is_mamba_installed``); (its name, the line of
+    the import), else None."""
     found = ctx.__dict__.get("_nrn_required_library", False)
     if found is not False:
         return found
     found, flags = None, {}
     for stmt in ctx.tree.body:
         if isinstance(stmt, ast.Try) and stmt.handlers:
-            root = next((_imported_root(s) for s in stmt.body if _imported_root(s) in CUDA_LIBRARY_ROOTS), "")
+            root = next((_imported_root(s) for s in stmt.body
+                         if _imported_root(s) in CUDA_LIBRARY_ROOTS | _KERNEL_PACKAGES), "")
             if not root:
                 continue
             if all(h.body and isinstance(h.body[-1], ast.Raise) for h in stmt.handlers):
@@ -362,9 +390,9 @@ def _required_library(ctx) -> tuple[str, int] | None:
                 if (isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is True
                         and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)):
                     flags[s.targets[0].id] = (root, stmt.lineno)
-        elif isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Name) and stmt.test.id in flags:
-            found = flags[stmt.test.id]
-            break
+    if found is None and flags:
+        found = next((flags[n.test.id] for n in ctx.walk(ctx.tree) if isinstance(n, ast.Assert)
+                      and isinstance(n.test, ast.Name) and n.test.id in flags), None)
     ctx.__dict__["_nrn_required_library"] = found
     return found
 
