@@ -903,7 +903,7 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (sub / "__init__.py").write_text("")
     inside = fix_all(src, str(sub / "collect_env.py"))
-    assert "def _current_device():" in inside and "DEVICE = (" not in inside, inside
+    assert "def _current_device() -> torch.device:" in inside and "DEVICE = (" not in inside, inside
     # the `__main__` block runs only when the module is run: it asks the helper then
     assert "print(info(), torch.zeros(2).to(_current_device()))" in inside, inside
     tools = tmp_path / "tools"  # detectron2's tools/ has an __init__.py: its scripts stay scripts
@@ -916,14 +916,14 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     lib = tmp_path / "diffusion"
     lib.mkdir()
     (lib / "__init__.py").write_text("from diffusion.model import Unet\n")
-    assert "def _current_device():" in fix_all(src, str(lib / "guided.py"))
+    assert "def _current_device() -> torch.device:" in fix_all(src, str(lib / "guided.py"))
     (tools / "__init__.py").write_text('"""Training scripts."""\n')
     assert "DEVICE = (" in fix_all(src, str(tools / "train_net.py"))
     # a folder without an __init__.py inside such a package is a namespace subpackage, imported as
     # one (LAVIS's lavis/datasets/data_utils.py, imported by every LAVIS run); inside a package of
     # scripts (an __init__.py without code) it is a folder of scripts
     (lib / "data").mkdir()
-    assert "def _current_device():" in fix_all(src, str(lib / "data" / "utils.py"))
+    assert "def _current_device() -> torch.device:" in fix_all(src, str(lib / "data" / "utils.py"))
     (tools / "extra").mkdir()
     assert "DEVICE = (" in fix_all(src, str(tools / "extra" / "train_more.py"))
     # a module a YAML config names by dotted path is imported (stable-dreamfusion's
@@ -937,7 +937,7 @@ def test_a_package_module_with_a_main_guard_is_a_library_module(tmp_path):
     (project / "configs").mkdir()
     (project / "configs" / "zero123.yaml").write_text(
         "model:\n  params:\n    cond_stage_config:\n      target: ldm.modules.encoders.modules.FrozenCLIPEmbedder\n")
-    assert "def _current_device():" in fix_all(src, str(encoders / "modules.py"))
+    assert "def _current_device() -> torch.device:" in fix_all(src, str(encoders / "modules.py"))
     assert "DEVICE = (" in fix_all(src, str(encoders / "demo.py"))
 
 
@@ -966,7 +966,7 @@ def test_a_script_another_module_imports_is_a_library_module(tmp_path):
         return root
 
     lit = project("lit", {"finetune/adapter.py": "from generate import generate\n"})
-    assert "def _current_device():" in fix_all(src, str(lit / "generate.py"))
+    assert "def _current_device() -> torch.device:" in fix_all(src, str(lit / "generate.py"))
     # a test importing it does not count, nor a name imported from a package
     tested = project("tested", {"finetune/adapter.py": "from lit import generate\n",
                                 "tests/test_generate.py": "import generate\n"})
@@ -974,14 +974,14 @@ def test_a_script_another_module_imports_is_a_library_module(tmp_path):
     # in a monorepo of examples, another folder's `from train import ...` is its own train.py
     mono = project("mono", {"mnist/main.py": "from train import train\n", "mnist/train.py": ""})
     assert "DEVICE = (" in fix_all(src, str(mono / "snli" / "train.py"))
-    assert "def _current_device():" in fix_all(src, str(mono / "mnist" / "train.py"))
+    assert "def _current_device() -> torch.device:" in fix_all(src, str(mono / "mnist" / "train.py"))
     # ijepa's src/train.py imports its helper by dotted path with the names in brackets below
     ijepa = project("ijepa", {"src/train.py": "from src.helper import (\n    generate,\n)\n"})
-    assert "def _current_device():" in fix_all(src, str(ijepa / "src" / "helper.py"))
+    assert "def _current_device() -> torch.device:" in fix_all(src, str(ijepa / "src" / "helper.py"))
     # RWKV-v4neo/chat.py runs from its own folder and does `from src.model_run import ...` before it
     # sets CUDA_VISIBLE_DEVICES: a probe at model_run's import would pin the first GPU (held out)
     rwkv = project("rwkv", {"RWKV-v4neo/chat.py": "from src.model_run import generate\n"})
-    assert "def _current_device():" in fix_all(src, str(rwkv / "RWKV-v4neo" / "src" / "model_run.py"))
+    assert "def _current_device() -> torch.device:" in fix_all(src, str(rwkv / "RWKV-v4neo" / "src" / "model_run.py"))
     assert "DEVICE = (" in fix_all(src, str(rwkv / "RWKV-v3" / "src" / "model_run.py"))  # not on its path
 
 
@@ -996,6 +996,7 @@ def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):
 
 
         def offload(pipe, device="cuda"):
+            pipe.to(device)
             return getattr(pipe, "_offload_device", "cuda")
     """
     sub = tmp_path / "diffusers" / "pipelines"

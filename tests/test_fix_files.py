@@ -148,12 +148,17 @@ def test_a_torch_imported_only_when_available_is_not_imported_unconditionally():
     out = fix_text(src, "m.py").text
     assert "torch.accelerator.synchronize()" in out
     assert out.count("import torch") == 1  # no unconditional `import torch`: the package still imports without torch
+    # nor a helper whose annotation names torch: defining it would raise NameError without torch
+    moved = fix_text(src.replace("torch.cuda.synchronize()", "return torch.zeros(1).cuda()"), "m.py").text
+    assert "def _current_device():" in moved and "-> torch.device" not in moved, moved
+    ns = {"__name__": "m", "is_torch_available": lambda: False}
+    exec(compile(moved.replace("from .utils import is_torch_available\n", ""), "m.py", "exec"), ns)
 
 
 def test_a_library_module_never_probes_the_device_at_import():
     src = "import torch\n\n\ndef to_device(x):\n    return x.cuda()\n"
     out = fix_text(src, "lib.py").text
-    assert "DEVICE =" not in out and "def _current_device():" in out
+    assert "DEVICE =" not in out and "def _current_device() -> torch.device:" in out
     assert "return x.to(_current_device())" in out
     ns = {}
     exec(compile(out, "lib.py", "exec"), ns)  # importing it runs no device query; calling it works on a CPU host
@@ -329,4 +334,4 @@ def test_inserted_definitions_follow_the_indentation_most_of_the_file_uses():
     assert "DEVICE = (\n    torch.accelerator.current_accelerator()\n" in fixed
     assert "def rosa(x):\n\treturn x\n" in fixed  # the file's own tabs stay
     tabbed = "import torch\n\n\ndef main():\n\tif True:\n\t\treturn torch.zeros(2).cuda()\n"
-    assert 'def _current_device():\n\t"""' in fix_text(tabbed, "main.py", settings).text  # a tabbed file keeps tabs
+    assert 'def _current_device() -> torch.device:\n\t"""' in fix_text(tabbed, "main.py", settings).text  # a tabbed file keeps tabs

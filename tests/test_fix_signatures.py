@@ -356,7 +356,7 @@ def test_the_device_definitions_run_on_this_cpu_host():
     exec(compile(script, "train.py", "exec"), scope)
     assert scope["DEVICE"] == expected and scope["x"].device.type == expected.type
     library = fix_text("import torch\n\n\ndef move(x):\n    return x.cuda()\n", "lib.py").text
-    assert "def _current_device():" in library
+    assert "def _current_device() -> torch.device:" in library
     scope = {}
     exec(compile(library, "lib.py", "exec"), scope)
     assert scope["_current_device"]() == expected

@@ -68,6 +68,11 @@ def plan_default(ctx, hit, node):
     fn, arg, as_device = found
     if not fn.body or (fn.body[0].lineno == fn.lineno and not isinstance(fn.body[0], ast.Expr)):
         return None  # `def f(device="cuda"): return ...` on one line
+    if not any(isinstance(n, ast.Name) and n.id == arg.arg and isinstance(n.ctx, ast.Load)
+               for stmt in fn.body for n in ast.walk(stmt)):
+        ctx.note(hit, f"not rewritten: the function never reads `{arg.arg}` (a stub, such as an abstract method): the "
+                      "default says what the implementations pick; change it with them")
+        return None
     inside = fn.body[0]
     data, _ = ctx.device_choice(inside)
     if not data:

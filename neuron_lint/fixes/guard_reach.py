@@ -168,11 +168,14 @@ def typed_data_note(ctx, guard, region) -> str:
 
 
 def compared_as_cuda(ctx, literal) -> list:
-    """The tests of the module that compare the variable ``literal`` is stored in with CUDA's name
-    (``X == "cuda"``, ``X.type == "cuda"``, ``"cuda" in X``): 3D-ResNets sets ``opt.device =
-    torch.device('cpu' if opt.no_cuda else 'cuda')`` and asks ``opt.device.type == 'cuda'`` before
-    giving each process its GPU. With the current device in the variable, Trainium would fail those
-    tests and take the CPU's path beside the accelerator's, so the string goes only with them."""
+    """The tests that compare the variable ``literal`` is stored in with CUDA's name (``X ==
+    "cuda"``, ``X.type == "cuda"``, ``"cuda" in X``) to decide where things go: 3D-ResNets sets
+    ``opt.device = torch.device('cpu' if opt.no_cuda else 'cuda')`` and, under ``opt.device.type ==
+    'cuda'``, gives each process its GPU (``torch.device(f'cuda:{index}')``). With the current device in
+    the variable, Trainium would fail that test and skip the placement, so the string goes only with
+    it. A test whose branch only does CUDA's own things (petals: NF4 quantization, a default index)
+    is right to send Trainium the other way and does not count. Looked for in the variable's
+    function (a name), class (``self.x``) or module (another attribute)."""
     node, parent = literal, ctx.parent(literal)
     while isinstance(parent, ast.IfExp) and node is not parent.test or (
             isinstance(parent, ast.Call) and node in parent.args and ctx.qualname(parent.func) == "torch.device"):
@@ -180,14 +183,33 @@ def compared_as_cuda(ctx, literal) -> list:
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
             and isinstance(parent.targets[0], (ast.Name, ast.Attribute))):
         return []
-    held = ast.unparse(parent.targets[0])
+    target = parent.targets[0]
+    if isinstance(target, ast.Name):
+        scope = ctx.enclosing_function(parent) or ctx.tree
+    elif isinstance(target.value, ast.Name) and target.value.id == "self":
+        scope = next((p for p in ctx.ancestors(parent) if isinstance(p, ast.ClassDef)), ctx.tree)
+    else:
+        scope = ctx.tree
+    held = ast.unparse(target)
     names = (held, f"{held}.type", f"str({held})")
     found = []
-    for n in ctx.walk(ctx.tree):
+    for n in ctx.walk(scope):
         if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.NotEq, ast.In)):
             left, right = n.left, n.comparators[0]
             pairs = [(left, right)] if isinstance(n.ops[0], ast.In) else [(left, right), (right, left)]
             if any(isinstance(c, ast.Constant) and c.value == "cuda" and ast.unparse(other) in names
-                   for c, other in pairs):
+                   for c, other in pairs) and _places(ctx, n):
                 found.append(n)
     return found
+
+
+def _places(ctx, test) -> bool:
+    """Does the ``if`` whose test holds ``test`` place things on CUDA in its body: a CUDA device
+    string, a ``.cuda()`` call, ``device_ids``?"""
+    branch = next((p for p in ctx.ancestors(test) if isinstance(p, ast.If)), None)
+    if branch is None or not any(n is test for n in ast.walk(branch.test)):
+        return False
+    return any((isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("cuda"))
+               or (isinstance(n, ast.Attribute) and n.attr == "cuda" and isinstance(ctx.parent(n), ast.Call))
+               or (isinstance(n, ast.keyword) and n.arg == "device_ids")
+               for stmt in branch.body for n in ast.walk(stmt))

@@ -146,13 +146,18 @@ _FORKERS = frozenset({"multiprocessing.Process", "multiprocessing.Pool", "torch.
                       "torch.multiprocessing.Pool", "os.fork"})
 
 
+_POOL_METHODS = frozenset({"map", "map_async", "imap", "imap_unordered", "starmap", "starmap_async", "apply",
+                           "apply_async"})
+
+
 def forks_workers(ctx) -> bool:
-    """Does the module start worker processes by forking: ``multiprocessing.Process``/``Pool`` (the
+    """Does the module fork worker processes that use CUDA: ``multiprocessing.Process``/``Pool`` (the
     standard library's or torch's, whose default start method forks on Linux) or ``os.fork``, with
-    no ``set_start_method``/``get_context`` naming ``"spawn"`` or ``"forkserver"``? A device probed at
-    import starts the CUDA driver in the parent, and a forked worker that then touches CUDA fails
-    (semantic-segmentation-pytorch's ``eval_multipro.py``: "Cannot re-initialize CUDA in forked
-    subprocess"). Asked once per module (the answer is kept on ``ctx``)."""
+    no ``set_start_method``/``get_context`` naming ``"spawn"`` or ``"forkserver"``, and work for them
+    that names CUDA (or that cannot be found in the module)? A device probed at import starts the
+    CUDA driver in the parent, and such a worker then fails (semantic-segmentation-pytorch's
+    ``eval_multipro.py``: "Cannot re-initialize CUDA in forked subprocess"); workers that only load
+    files (stable-dreamfusion's video loader) do not mind. Asked once per module (kept on ``ctx``)."""
     found = ctx.__dict__.get("_nrn_forks")
     if found is None:
         found = False
@@ -160,9 +165,26 @@ def forks_workers(ctx) -> bool:
             calls = [n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)]
             spawns = any(getattr(n.func, "attr", getattr(n.func, "id", "")) in ("set_start_method", "get_context")
                          and n.args and is_str(n.args[0], "spawn", "forkserver") for n in calls)
-            found = not spawns and any(ctx.qualname(n.func) in _FORKERS for n in calls)
+            forks = [n for n in calls if ctx.qualname(n.func) in _FORKERS]
+            if forks and not spawns:
+                work = [k.value for n in forks for k in n.keywords if k.arg == "target"]
+                work += [n.args[0] for n in calls if isinstance(n.func, ast.Attribute) and n.func.attr in _POOL_METHODS
+                         and n.args and "Pool" in ctx.text]
+                found = (not work or any(ctx.qualname(n.func) == "os.fork" for n in forks)
+                         or any(_names_cuda(ctx, w) for w in work))
         ctx.__dict__["_nrn_forks"] = found
     return found
+
+
+def _names_cuda(ctx, work) -> bool:
+    """Does the module's function ``work`` names (or a worker it cannot find) touch CUDA?"""
+    fn = next((d for d in ctx.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and isinstance(work, ast.Name) and d.name == work.id), None)
+    if fn is None:
+        return True
+    return any((isinstance(n, ast.Attribute) and n.attr == "cuda")
+               or (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("cuda"))
+               for n in ctx.walk(fn))
 
 
 def child_visible_devices(ctx) -> int:

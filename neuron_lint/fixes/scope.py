@@ -43,7 +43,7 @@ _VARIABLE = """{name} = (
 _ONE_LINE_VARIABLE = """{name} = {t}.accelerator.current_accelerator() if {t}.accelerator.is_available() else {t}.device("cpu")
 """
 
-_HELPER = '''def {helper}():
+_HELPER = '''def {helper}(){returns}:
 {i}"""The current accelerator (CUDA, Neuron, ...), or the CPU if there is none."""
 {i}if {t}.accelerator.is_available():
 {i}{i}return {t}.accelerator.current_accelerator()
@@ -180,7 +180,10 @@ class DeviceDefinitions:
             template = one_line if len(one_line) <= line_length() else _VARIABLE.format(name=DEVICE_VAR, i=indent, t=t)
             new.append(requote(None, cst.parse_statement(template, config=config), lambda: self.rx.module.quote))
         if self.helper and DEVICE_HELPER not in _module_names(tree):
-            helper = cst.parse_statement(_HELPER.format(helper=DEVICE_HELPER, i=indent, t=t), config=config)
+            # annotated for type checkers, unless the annotation would need torch where it may be missing
+            returns = "" if imports_torch_conditionally(tree) else f" -> {t}.device"
+            helper = cst.parse_statement(_HELPER.format(helper=DEVICE_HELPER, i=indent, t=t, returns=returns),
+                                         config=config)
             if indent != tree.default_indent:  # a block without its own indent is printed with the module's
                 helper = helper.visit(_Indented(indent))
             new.append(requote(None, helper, lambda: self.rx.module.quote))
