@@ -130,23 +130,13 @@ def _written(node) -> str:
     return ""
 
 
-def _chain_names(func) -> list[str]:
-    """The names along a called chain: ``reader.DocReader.load`` gives reader, DocReader, load."""
-    names = []
-    while isinstance(func, ast.Attribute):
-        names.append(func.attr)
-        func = func.value
-    if isinstance(func, ast.Name):
-        names.append(func.id)
-    return names[::-1]
-
-
 def _built_by_own_cuda_class(ctx, receiver) -> str:
     """The project class with its own ``cuda()`` that made ``receiver`` in one of its assignments in
     its function or module (``self.pipe``'s in its class): ``pipe = Pipeline.from_pretrained(...)``
     then ``pipe.cuda()``; DrQA's ``self.reader = reader.DocReader.load(...)`` or ``model, epoch =
     DocReader.load_checkpoint(...)`` (``DocReader`` is no ``nn.Module``: it has ``cuda()``, not
     ``to()``), or ``""``."""
+    from ..cuda_only import dotted
     from ..project_scan import project_root
 
     if isinstance(receiver, ast.Name):
@@ -161,7 +151,7 @@ def _built_by_own_cuda_class(ctx, receiver) -> str:
     made = [s.value for s in ctx.walk(scope) if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
             and any(_written(e) == wanted for t in s.targets
                     for e in (t.elts if isinstance(t, ast.Tuple) else [t]))]
-    names = {n for call in made for n in _chain_names(call.func)}
+    names = {n for call in made for n in dotted(call.func)}
     root = project_root(ctx.path) if names else None
     own = _classes_with_own_cuda(root) if root else frozenset()
     return next((n for n in sorted(names) if n in own), "")
