@@ -56,6 +56,10 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
         elif isinstance(parent, ast.BoolOp):
             region += [v for v in parent.values if v is not child]
         elif isinstance(parent, (ast.If, ast.While)) and parent.test is child:
+            seeds = _seeds_every_device(ctx, parent.body if negated else getattr(parent, "orelse", []))
+            if seeds:
+                return None, (f"without CUDA it calls `torch.manual_seed` (line {seeds}), which seeds the CPU and "
+                              "every device, Trainium's too; rewritten, Trainium would seed its device alone")
             if not negated:
                 return region + list(parent.body) + cpu_markers(ctx, parent), ""
             if not (_only_stops(parent.body) or _picks_the_cpu(ctx, parent)):
@@ -158,6 +162,13 @@ def _picks_the_cpu(ctx, stmt: ast.If) -> bool:
         names.add(s.targets[0].id)
     assigned = {t.id for s in stmt.orelse if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
     return bool(names) and names <= assigned
+
+
+def _seeds_every_device(ctx, body) -> int:
+    """The line of a ``torch.manual_seed(...)`` call among the statements of ``body`` (the branch
+    taken without CUDA: EfficientDet's ``else: torch.manual_seed(42)``), or 0."""
+    return next((n.lineno for s in body for n in ast.walk(s) if isinstance(n, ast.Call)
+                 and ctx.qualname(n.func) == "torch.manual_seed"), 0)
 
 
 def _variable_region(ctx, assign: ast.Assign, name: str, region: list) -> tuple[list | None, str]:
