@@ -57,6 +57,17 @@ def test_fix_leaves_no_torch_xla_and_is_stable():
     assert _fixed(fixed) == fixed
 
 
+def test_the_readme_command_fixes_the_example_in_the_repository():
+    # examples/xla_project/README.md: `neuron-lint fix --unsafe-fixes examples/xla_project`, run in a
+    # clone of neuron-lint. The project-wide scan for a native Neuron path must stop at the example's
+    # own project, not reach neuron-lint's source (which names `is_neuron_available`).
+    from neuron_lint.cli.typer_app import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["fix", "--unsafe-fixes", "--diff", "--no-cache", str(EXAMPLE)])
+    assert "Would fix 16 findings in 1 file" in result.output, result.output
+
+
 def test_safe_fixes_alone_keep_what_needs_a_person():
     fixed = fix_text((EXAMPLE / "train.py").read_text(), "train.py", Settings()).text
     ast.parse(fixed)
