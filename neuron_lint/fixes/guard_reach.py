@@ -10,7 +10,9 @@
 - ``else: args.gpu_index = -1``: a value only the branch without CUDA sets, read later by a call
   (``torch.cuda.device(args.gpu_index)``, a no-op for -1): that call is decided by the guard too;
 - another availability test of the same function (or module) that picks a CUDA tensor type for the
-  data: that test stays, so this one must too, or the data and the models part ways.
+  data: that test stays, so this one must too, or the data and the models part ways;
+- for a device string stored in a variable, not a guard itself: the tests of that variable against
+  CUDA's name whose branch places things go with it (:func:`compared_as_cuda`).
 """
 
 from __future__ import annotations
