@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 
 #: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the
 #: methods of a project's subclass of one of their classes.
@@ -347,10 +348,15 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
     return ""
 
 
-#: Packages of CUDA kernels (NRN612's) that a model module may be built on.
-_KERNEL_PACKAGES = frozenset({"mamba_ssm", "causal_conv1d", "selective_scan_cuda", "liger_kernel", "flashinfer",
-                              "megablocks", "grouped_gemm", "natten", "sageattention", "spconv", "MinkowskiEngine",
-                              "torchsparse", "tinycudann", "nvdiffrast", "gsplat", "pointnet2_ops"})
+@functools.lru_cache(maxsize=1)
+def _kernel_packages() -> frozenset[str]:
+    """The packages of CUDA kernels NRN612 reports (mamba_ssm, causal_conv1d, ...), by top name: the
+    catalog is where that list is kept."""
+    from ..catalog.loading import load_catalog
+
+    rule = load_catalog().get("NRN612")
+    return frozenset(p for m in (rule.matches if rule else ()) if m.kind == "imports" for p in m.patterns
+                     if "." not in p)
 
 
 def _cuda_default_type(ctx) -> int:
@@ -380,7 +386,7 @@ def _required_library(ctx) -> tuple[str, int] | None:
     for stmt in ctx.tree.body:
         if isinstance(stmt, ast.Try) and stmt.handlers:
             root = next((_imported_root(s) for s in stmt.body
-                         if _imported_root(s) in CUDA_LIBRARY_ROOTS | _KERNEL_PACKAGES), "")
+                         if _imported_root(s) in CUDA_LIBRARY_ROOTS | _kernel_packages()), "")
             if not root:
                 continue
             if all(h.body and isinstance(h.body[-1], ast.Raise) for h in stmt.handlers):
