@@ -294,3 +294,34 @@ def test_gpus_counted_for_the_projects_own_data_parallel_stay_cuda(tmp_path):
     (tmp_path / "synthesizer" / "utils" / "__init__.py").write_text(
         "def data_parallel_workaround(model, *input):\n    return model(*input)  # one device\n")
     assert "torch.accelerator.device_count()" in fix_text(TRAIN, path, SETTINGS).text
+
+
+FFI_BUILD = (
+    "import torch\nfrom torch.utils.ffi import create_extension\n\n"
+    "with_cuda = False\nif torch.cuda.is_available():\n    with_cuda = True\n"
+    "ffi = create_extension('_ext.nms', headers=[], sources=[], with_cuda=with_cuda)\n"
+)
+
+
+def test_extensions_built_with_torch_utils_ffi_are_the_projects_own_operators(tmp_path):
+    """faster-rcnn.pytorch and CenterNet's DCNv2 (set 35) build their kernels with PyTorch 0.4's
+    ``torch.utils.ffi`` from a ``build.py``: ``nms_wrapper.py`` imported the CUDA kernel's module under a
+    rewritten availability test, and DCNv2's ``test.py`` (two imports away from ``_ext``) sent neuron
+    tensors into the CUDA kernel; a module of the package that does not reach ``_ext`` keeps its fix."""
+    _project(tmp_path, None)
+    nms = tmp_path / "lib" / "model" / "nms"
+    nms.mkdir(parents=True)
+    (nms / "build.py").write_text(FFI_BUILD)
+    (nms / "nms_gpu.py").write_text("import torch\nfrom ._ext import nms\n\n\ndef nms_gpu(dets):\n    return nms.run(dets)\n")
+    (nms / "nms_layer.py").write_text("from .nms_gpu import nms_gpu\n")
+    wrapper = "import torch\n\nif torch.cuda.is_available():\n    from .nms_gpu import nms_gpu\n"
+    assert fix_text(wrapper, str(nms / "nms_wrapper.py"), SETTINGS).text == wrapper
+    test = "import torch\nfrom nms_layer import nms_gpu\n\nprint(nms_gpu(torch.zeros(4).cuda()))\n"
+    assert fix_text(test, str(nms / "test.py"), SETTINGS).text == test
+    notes = [f.fix_note for f in check_source(test, str(nms / "test.py"), SETTINGS) if f.code == "NRN201"]
+    assert notes and "(the extension `_ext.nms` (`torch.utils.ffi`)" in notes[0]
+    # the project's other scripts keep their availability tests (the CPU path works on Trainium)
+    notes = {f.line: f.fix_note for f in check_source(SCRIPT, str(tmp_path / "scripts" / "render.py"), SETTINGS)}
+    assert "(`_ext.nms` built by `torch.utils.ffi` in lib/model/nms/build.py)" in notes[5]
+    plain = "import torch\n\nx = torch.zeros(4).cuda()\n"
+    assert ".to(DEVICE)" in fix_text(plain, str(nms / "nms_cpu.py"), SETTINGS).text

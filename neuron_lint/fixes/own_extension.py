@@ -6,7 +6,9 @@ kernel and nothing else: a ``neuron`` tensor reaching one raises ("Cannot use CP
 So does a project that compiles CUDA sources when a module is imported (``cpp_extension.load(...,
 sources=[..., "upfirdn2d_kernel.cu"])``: rosinality's stylegan2 ``op/``, score_sde_pytorch), whose
 operators pick their native path only for CPU tensors (test modules, which may only name such
-sources, do not count). Its ``torch.cuda.is_available()`` tests send
+sources, do not count), and one that builds them with PyTorch 0.4's ``torch.utils.ffi``
+(``create_extension("_ext.nms", ..., with_cuda=True)`` in a ``build.py``: faster-rcnn.pytorch,
+CenterNet's DCNv2). Its ``torch.cuda.is_available()`` tests send
 Trainium down the CPU path, the one that works there; rewritten, they would send it to the
 accelerator and into those operators. Read once per project.
 """
@@ -41,7 +43,74 @@ def _built_by(root: str) -> str:
     for file, source in _compiling_modules(root).items():
         name = os.path.relpath(file, root).replace(os.sep, "/")
         return f"`{source}` compiled by `cpp_extension` in {name}"
+    for file, _folder, extension in _ffi_builds(root):
+        name = os.path.relpath(file, root).replace(os.sep, "/")
+        return f"`{extension}` built by `torch.utils.ffi` in {name}"
     return _installed_subproject(root)
+
+
+_FFI = re.compile(rb"\btorch\.utils\.ffi\b")
+
+
+@functools.lru_cache(maxsize=64)
+def _ffi_builds(root: str) -> tuple[tuple[str, str, str], ...]:
+    """The project's ``torch.utils.ffi.create_extension(NAME, ...)`` calls (PyTorch 0.4's C
+    extensions, CUDA kernels linked in): (build file, its folder, NAME)."""
+    found = []
+    for file, data in python_files(root):
+        if not _FFI.search(data) or b"create_extension" not in data:
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and _callee(node.func) == "create_extension" and node.args
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                found.append((os.path.abspath(file), os.path.dirname(os.path.abspath(file)), node.args[0].value))
+    return tuple(found)
+
+
+def _imported_modules(tree: ast.Module) -> set[str]:
+    """Every dotted name the module's imports mention, and each of its parts (relative ones too)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            dotted = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            dotted = [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]
+        else:
+            continue
+        for name in dotted:
+            names.update(name.split("."))
+    return names
+
+
+def _ffi_modules(root: str) -> dict[str, str]:
+    """The modules beside an ffi build (its folder and below) that import its extension, or import,
+    one module after another, one that does (DCNv2's ``dcn_v2_func.py`` imports ``_ext.dcn_v2``, its
+    ``dcn_v2.py`` imports ``dcn_v2_func``, its ``test.py`` imports ``dcn_v2``): each as the note names
+    what it loads."""
+    found: dict[str, str] = {}
+    for build, folder, extension in _ffi_builds(root):
+        package = extension.split(".")[0]
+        imports = {}
+        for file, data in python_files(folder):
+            try:
+                imports[os.path.abspath(file)] = _imported_modules(ast.parse(data))
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+        imports.pop(build, None)
+        kernels = {file for file, names in imports.items() if package in names}
+        while True:
+            stems = {os.path.splitext(os.path.basename(f))[0] for f in kernels}
+            more = {file for file, names in imports.items() if file not in kernels and names & stems}
+            if not more:
+                break
+            kernels |= more
+        for file in kernels:
+            found.setdefault(file, f"the extension `{extension}` (`torch.utils.ffi`), imported by")
+    return found
 
 
 @functools.lru_cache(maxsize=64)
@@ -151,6 +220,7 @@ def _kernel_modules(root: str) -> dict[str, str]:
     builds by name (Mask2Former's ``ms_deform_attn_func.py``: ``import MultiScaleDeformableAttention``,
     whose CPU kernel only raises)."""
     found = {file: f"`{source}`, compiled by" for file, source in _compiling_modules(root).items()}
+    found.update({file: note for file, note in _ffi_modules(root).items() if file not in found})
     extensions = _extension_modules(root)
     if extensions:
         for file, data in python_files(root, lambda parts, name: name != "setup.py"

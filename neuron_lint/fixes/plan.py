@@ -64,8 +64,16 @@ def _is_import_block(stmt: ast.stmt) -> bool:
     return False
 
 
+def _is_setup_call(stmt: ast.stmt) -> bool:
+    """A bare call between imports (``matplotlib.use("Agg")``, ``pyximport.install()``,
+    ``sys.path.append(...)``): the import block goes on past it when more imports follow."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+
+
 def leading_block_end(tree: ast.Module) -> int:
-    """The last line of the module's docstring and leading import block (0 when there is none).
+    """The last line of the module's docstring and leading import block (0 when there is none),
+    bare calls between its imports included (LDAM-DRW's ``import matplotlib``,
+    ``matplotlib.use('Agg')``, ``import matplotlib.pyplot as plt``).
 
     A module-level device definition goes right after it (see :mod:`neuron_lint.fixes.scope`).
     """
@@ -73,6 +81,8 @@ def leading_block_end(tree: ast.Module) -> int:
     for i, stmt in enumerate(tree.body):
         if i == 0 and isinstance(stmt, ast.Expr) and is_str(stmt.value):
             end = stmt.end_lineno or stmt.lineno
+            continue
+        if _is_setup_call(stmt):
             continue
         if not _is_import_block(stmt):
             break

@@ -44,7 +44,7 @@ _ONE_LINE_VARIABLE = """{name} = {t}.accelerator.current_accelerator() if {t}.ac
 """
 
 _HELPER = '''def {helper}(){returns}:
-{i}"""The current accelerator (CUDA, Neuron, ...), or the CPU if there is none."""
+{i}"""The current accelerator (CUDA, Neuron, ...), or else the CPU."""
 {i}if {t}.accelerator.is_available():
 {i}{i}return {t}.accelerator.current_accelerator()
 {i}return {t}.device("cpu")
@@ -309,11 +309,20 @@ def _is_import_statement(stmt) -> bool:
 
 
 def _leading_block_length(body: list) -> int:
-    """How many statements the docstring and leading import block take (mirrors plan.leading_block_end)."""
-    n = 1 if body and _is_docstring(body[0]) else 0
-    while n < len(body) and _is_import_statement(body[n]):
+    """How many statements the docstring and leading import block take, bare calls between its
+    imports included (mirrors plan.leading_block_end)."""
+    n = end = 1 if body and _is_docstring(body[0]) else 0
+    while n < len(body) and (_is_import_statement(body[n]) or _is_setup_call(body[n])):
         n += 1
-    return n
+        if _is_import_statement(body[n - 1]):
+            end = n
+    return end
+
+
+def _is_setup_call(stmt) -> bool:
+    """A bare call (``matplotlib.use("Agg")``), as plan._is_setup_call."""
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, cst.Call))
 
 
 def _comments_under_imports(stmt) -> tuple[list, list]:
