@@ -318,3 +318,28 @@ def test_automagic_lines_are_ipython_not_syntax_errors(tmp_path: Path):
     result = check_paths([str(path)], Settings())
     assert not result.errors
     assert [(f.cell, f.line, f.code) for f in result.findings] == [(2, 3, "NRN203")]
+
+
+def test_each_section_that_imports_torch_again_gets_the_device_it_uses(tmp_path: Path):
+    """captum's Distributed_Attribution (set 35) imports torch again for Part 2, which it runs after a
+    kernel restart: the definition went after that second import only, so Part 1 raised NameError on
+    CUDA; now Part 1 defines it after its own imports, and Part 2 again after its own. Each part run
+    alone in a fresh namespace finds it."""
+    pytest.importorskip("torch")
+    path = tmp_path / "nb.ipynb"
+    write_jupyter(path, notebook(
+        cell("code", lines("import torch")),
+        cell("code", lines("x = torch.ones(2).cuda()")),
+        cell("markdown", lines("## Part 2: restart the kernel first")),
+        cell("code", lines("import os\n\nimport torch")),
+        cell("code", lines("y = torch.zeros(2).cuda()")),
+    ))
+    assert fix_file(path, Settings(select=("NRN2",))).written
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert sources[0].startswith("import torch\n\nDEVICE = (") and sources[3].startswith("import os\n\nimport torch\n\nDEVICE = (")
+    for part in (sources[:2], sources[3:]):
+        namespace: dict = {}
+        for source in part:
+            exec(source, namespace)  # noqa: S102 - our own fixed test code
+    assert namespace["y"].device.type == "cpu"
+    assert not fix_file(path, Settings(select=("NRN2",))).written  # a second run changes nothing

@@ -8,6 +8,8 @@ import ast
 import fnmatch
 import functools
 
+from ..engine.parameters import parameter_defaults
+
 #: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the
 #: methods of a project's subclass of one of their classes.
 CUDA_LIBRARY_ROOTS = frozenset({"bitsandbytes", "bnb", "apex", "xformers", "xops", "flash_attn"})
@@ -266,6 +268,9 @@ def gloo_group(ctx) -> int:
         name = getattr(n.func, "attr", getattr(n.func, "id", ""))
         if name == "init_process_group":
             backend = next((k.value for k in n.keywords if k.arg == "backend"), n.args[0] if n.args else None)
+            if isinstance(backend, ast.Name):  # a parameter whose default is "gloo" (captum's init_process)
+                args = getattr(ctx.enclosing_function(n), "args", None)
+                backend = next((d for p, d in parameter_defaults(args) if p.arg == backend.id), None) if args else None
             if not (isinstance(backend, ast.Constant) and backend.value == "gloo"):
                 return 0
             line = line or n.lineno

@@ -226,16 +226,21 @@ class PlanContext:
 
     @cached_property
     def leading_end(self) -> int:
-        """Where a module-level definition goes: after the import block, and after the import of torch."""
+        """Where a module-level definition goes: after the import block, and after the first import of torch."""
         end = leading_block_end(self.tree)
         body = self.tree.body
         for i, stmt in enumerate(body):
-            if binds_torch(stmt) and (stmt.end_lineno or stmt.lineno) > end:
+            if not binds_torch(stmt):
+                continue
+            # (the first import of torch: a notebook's later sections import it again, captum's
+            # Distributed_Attribution, and its first section needs the definition too)
+            if (stmt.end_lineno or stmt.lineno) > end:
                 # ... and after the rest of that run of imports (never between two of them)
                 j = i
                 while j + 1 < len(body) and _is_import_block(body[j + 1]):
                     j += 1
                 end = body[j].end_lineno or body[j].lineno
+            break
         return end
 
     @cached_property

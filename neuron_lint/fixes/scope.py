@@ -191,11 +191,13 @@ class DeviceDefinitions:
             return tree
         body = list(tree.body)
         at = _leading_block_length(body)
-        for i, stmt in enumerate(body):  # never above the import of torch, wherever the file has it
-            if _imports_torch(stmt) and i + 1 > at:
-                at = i + 1
-                while at < len(body) and _is_import_statement(body[at]):
-                    at += 1  # nor inside the run of imports it belongs to (mirrors plan.leading_end)
+        for i, stmt in enumerate(body):  # never above the first import of torch, wherever the file has it
+            if _imports_torch(stmt):
+                if i + 1 > at:
+                    at = i + 1
+                    while at < len(body) and _is_import_statement(body[at]):
+                        at += 1  # nor inside the run of imports it belongs to (mirrors plan.leading_end)
+                break
         # the blank lines the file leaves after its imports (isort's `lines-after-imports`) go
         # before the first definition too, so the import block keeps its spacing
         # (two before a def or class say nothing: PEP 8 asks for them there)
@@ -216,7 +218,44 @@ class DeviceDefinitions:
             follower = body[at]
             needed = 2 if (isinstance(follower, (cst.FunctionDef, cst.ClassDef)) or isinstance(new[-1], cst.FunctionDef)) else 1
             body[at] = _with_blank_lines(follower, needed)
+        if self.variable and isinstance(new[0], cst.SimpleStatementLine) and _NOTEBOOK_CELL.search(self.rx.module.text):
+            body = _again_in_sections(body, at, new[0])
         return tree.with_changes(body=body)
+
+
+#: The separator :mod:`neuron_lint.io.notebook` puts between the cells of a notebook it joins.
+_NOTEBOOK_CELL = re.compile(r"^# nl-[0-9a-f]{10} cell \d+$", re.M)
+
+
+class _UsesDevice(cst.CSTVisitor):
+    found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or node.value == DEVICE_VAR
+
+
+def _again_in_sections(body: list, at: int, definition: cst.SimpleStatementLine) -> list:
+    """A notebook whose later cell imports torch again starts a section that may run in a fresh
+    kernel (captum's Distributed_Attribution: "restart the kernel before Part 2"): where that section
+    uses the device variable, it gets its own definition, after that run of imports."""
+    out, i = body[:at], at
+    while i < len(body):
+        out.append(body[i])
+        if not _imports_torch(body[i]):
+            i += 1
+            continue
+        i += 1
+        while i < len(body) and _is_import_statement(body[i]):
+            out.append(body[i])
+            i += 1
+        uses = _UsesDevice()
+        for stmt in body[i:]:
+            stmt.visit(uses)
+        if uses.found:
+            out.append(definition.with_changes(leading_lines=[cst.EmptyLine()]))
+            if i < len(body):
+                body[i] = _with_blank_lines(body[i], 1)
+    return out
 
 
 def _is_definition(stmt) -> bool:
