@@ -1,11 +1,13 @@
 """``torch.cuda.LongTensor([a, b])`` -> ``torch.tensor([a, b], dtype=torch.long, device=<current device>)``.
 
 The legacy typed constructors build a tensor on the current CUDA device from data, or an
-uninitialised one from sizes (``torch.cuda.FloatTensor(4, 4)``, ``torch.cuda.LongTensor(n)``). Only
-the data form has a plain equivalent, and only a list or tuple display (or a list comprehension)
-is surely data: a name may hold a size. ``torch.tensor`` copies the data like the legacy
-constructor does for a sequence, and puts it on the device the other device rewrites use (the
-current CUDA device on CUDA). Megatron-style code (gpt-neox) builds its broadcast flags this way.
+uninitialised one from sizes (``torch.cuda.FloatTensor(4, 4)``, ``torch.cuda.LongTensor(n)``). A list
+or tuple display (or a list comprehension) is surely data, and two or more arguments (or one integer)
+are surely sizes; a single name may be either, and is left. ``torch.tensor`` copies the data like the
+legacy constructor does for a sequence, ``torch.empty`` makes the same uninitialised tensor from
+sizes, and both put it on the device the other device rewrites use (the current CUDA device on
+CUDA). Megatron-style code (gpt-neox) builds its broadcast flags this way; pytorch-YOLOv4's region
+loss its `pred_boxes = torch.cuda.FloatTensor(4, n)`.
 """
 
 from __future__ import annotations
@@ -32,16 +34,20 @@ def plan_legacy_tensor(ctx, hit, dtype: str):
     call = ctx.enclosing_call(hit.node)
     if call is None:
         return None  # a type (`isinstance(x, torch.cuda.FloatTensor)`, `x.type(...)`): no tensor is made
-    if call.keywords or len(call.args) != 1 or not isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp)):
-        ctx.note(hit, "not rewritten: only a list or tuple of values is surely data here (numbers or a name "
-                      "may be sizes, which make an uninitialised tensor); write "
+    args = call.args
+    data_form = len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple, ast.ListComp))
+    sizes = len(args) >= 2 or (len(args) == 1 and isinstance(args[0], ast.Constant) and type(args[0].value) is int)
+    if call.keywords or not (data_form or sizes):
+        ctx.note(hit, "not rewritten: only a list or tuple of values is surely data here, and only two or more "
+                      "arguments or an integer are surely sizes (a name may be either); write "
                       f"`torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(...)` by hand")
         return None
     data = ctx.device_or_note(hit, call)
     if data is None:
         return None
-    return ctx.propose(hit, call, "Call", f"Use `torch.tensor(..., dtype=torch.{dtype}, device=...)`",
-                       {**data, "dtype": dtype}, "safe")
+    made = "tensor" if data_form else "empty"
+    return ctx.propose(hit, call, "Call", f"Use `torch.{made}(..., dtype=torch.{dtype}, device=...)`",
+                       {**data, "dtype": dtype, "made": made}, "safe")
 
 
 def rewrite_legacy_tensor(rx, original, updated, data):
@@ -50,9 +56,9 @@ def rewrite_legacy_tensor(rx, original, updated, data):
     from .nodes import attribute, keyword
 
     torch = rx.dotted("torch", original)
-    (value,) = updated.args
-    args = [value.with_changes(comma=cst.MaybeSentinel.DEFAULT), keyword("dtype", attribute(torch, data["dtype"])),
-            keyword("device", rx.device(original, data))]
+    *given, value = updated.args
+    args = [*given, value.with_changes(comma=cst.MaybeSentinel.DEFAULT),
+            keyword("dtype", attribute(torch, data["dtype"])), keyword("device", rx.device(original, data))]
     opened = updated.whitespace_before_args
     if isinstance(opened, cst.ParenthesizedWhitespace):
         # `torch.cuda.FloatTensor(` / `[...]` / `)`: one argument per line, with a trailing comma, as
@@ -60,4 +66,4 @@ def rewrite_legacy_tensor(rx, original, updated, data):
         closing = value.whitespace_after_arg
         args = [arg.with_changes(comma=cst.Comma(whitespace_after=closing if arg is args[-1] else opened),
                                  whitespace_after_arg=cst.SimpleWhitespace("")) for arg in args]
-    return updated.with_changes(func=attribute(torch, "tensor"), args=args)
+    return updated.with_changes(func=attribute(torch, data.get("made", "tensor")), args=args)
