@@ -162,6 +162,9 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
         return f"`{name}`, defined with a CUDA-only library (the `try` that imports it)"
     if "parallel" in qual[:-1] and qual[-1] in _REPLICATION:
         return f"`{name}`, the scatter and gather of DataParallel (CUDA's only)"
+    if "DataParallel" in written[-1] and "Distributed" not in written[-1] and qual[:1] != ["torch"]:
+        # a project's DataParallel (sync_batchnorm's DataParallelWithCallback: first-order-model)
+        return f"`{name}`, a DataParallel (its scatter and replication are CUDA's only)"
     if qual[:2] == ["torch", "ops"] and len(qual) > 3 and qual[2] not in ("aten", "prims", "quantized"):
         return f"`{name}`, a custom operator"
     for parts in (written, qual):

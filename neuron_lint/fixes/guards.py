@@ -21,6 +21,7 @@ from .guard_reach import (
     checks_requested_cuda,
     cpu_markers,
     maps_to_where_saved,
+    maps_to_where_saved_branch,
     runs_after,
     same_tests,
     typed_data_note,
@@ -38,6 +39,9 @@ from .name_words import names_gpu, string_picks_gpu
 #: Keyword arguments a guard's value may feed without deciding device-specific code.
 HARMLESS_KEYWORDS = frozenset({"pin_memory"})
 _TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_MAP_LOCATION_NOTE = ("on CUDA it gives `map_location=None`, which loads tensors onto the device they were saved "
+                      "on: CUDA, for a checkpoint from a GPU, which Trainium does not have (the other arm loads it "
+                      "there). Keep the test, or map to the device itself")
 
 
 def _site(ctx, node) -> list:
@@ -56,6 +60,8 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
         elif isinstance(parent, ast.BoolOp):
             region += [v for v in parent.values if v is not child]
         elif isinstance(parent, (ast.If, ast.While)) and parent.test is child:
+            if isinstance(parent, ast.If) and maps_to_where_saved_branch(ctx, parent, negated):
+                return None, _MAP_LOCATION_NOTE
             seeds = _seeds_every_device(ctx, parent.body if negated else getattr(parent, "orelse", []))
             if seeds:
                 return None, (f"without CUDA it calls `torch.manual_seed` (line {seeds}), which seeds the CPU and "
@@ -73,9 +79,7 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
             return region + rest, ""
         elif isinstance(parent, ast.IfExp) and parent.test is child:
             if maps_to_where_saved(ctx, parent, negated):
-                return None, ("on CUDA it gives `map_location=None`, which loads tensors onto the device they were "
-                              "saved on: CUDA, for a checkpoint from a GPU, which Trainium does not have (the other "
-                              "arm loads it there). Keep the test, or map to the device itself")
+                return None, _MAP_LOCATION_NOTE
             if not all(isinstance(v, ast.Constant) and not isinstance(v.value, str) for v in (parent.body, parent.orelse)):
                 return region + [parent.orelse if negated else parent.body], ""
             # `half = True if torch.cuda.is_available() else False`: a flag, decided where it is used
@@ -255,6 +259,10 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if kernel:
         return None, (f"the code it decides calls {kernel}; on Trainium the guard would let it run. Keep the CUDA "
                       "test there (the CUDA path keeps working, other devices keep the other path)")
+    toolkit = _toolkit_test(ctx, call)
+    if toolkit:
+        return None, (f"it is asked together with `{toolkit}` (where the CUDA toolkit is installed): the test "
+                      "decides whether CUDA code is built, which Trainium has no use for. Keep it")
     build = _cpu_build_choice(ctx, call)
     if build:
         return None, (f"without CUDA it picks {build}, a CPU build of another package: the test chooses which "
@@ -316,6 +324,23 @@ def _cpu_build_choice(ctx, guard) -> str:
 
 
 _CPU_BUILD = re.compile(r"[-_]cpu$", re.IGNORECASE)
+
+
+_TOOLKITS = frozenset({"CUDA_HOME", "CUDA_PATH"})
+
+
+def _toolkit_test(ctx, call: ast.AST) -> str:
+    """``CUDA_HOME`` when the test around ``call`` also asks about the CUDA toolkit (XMem's syncbn
+    loader: ``if torch.cuda.is_available() and CUDA_HOME is not None:`` adds the ``.cu`` sources and
+    ``-DWITH_CUDA`` to a build), else ``""``."""
+    test = call
+    while isinstance(ctx.parent(test), (ast.BoolOp, ast.UnaryOp)):
+        test = ctx.parent(test)
+    for n in ast.walk(test):
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+        if name in _TOOLKITS:
+            return name
+    return ""
 
 
 def _cuda_only_code(ctx, nodes, guard) -> str:

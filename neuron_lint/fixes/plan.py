@@ -263,7 +263,11 @@ class PlanContext:
             definitions = sum(1 for s in module_level(self.tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
                               and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name
                               and _is_device_definition(self, s.value))
-            if self.bound.get(name, 0) == definitions:
+            # a method of the same name is an attribute, not the module's variable (ECCV2022-RIFE's
+            # `class Model: def device(self): self.flownet.to(device)`)
+            methods = sum(1 for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef) for m in c.body
+                          if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == name)
+            if self.bound.get(name, 0) - methods == definitions:
                 return stmt
         return None
 

@@ -133,12 +133,26 @@ class Distributed:
             if name == "output_device" and data.get("drop_output"):
                 args = without_arg(args, i, name)
             elif name in ("device_ids", "output_device"):
-                args[i] = a.with_changes(value=only_off_cpu(a.value))
+                args[i] = a.with_changes(value=only_off_cpu(_joined(a.value)))
         if not any(a.keyword is not None and a.keyword.value == "device_ids" for a in args):
             from ..decline import Decline
 
             raise Decline("the call has no `device_ids` keyword")
         return updated.with_changes(args=args)
+
+
+def _joined(value):
+    """A one-element list broken after its bracket (ECCV2022-RIFE's ``device_ids=[`` / ``local_rank]``)
+    as one line, so that the condition the fix adds does not start inside the break."""
+    import libcst as cst
+
+    if not (isinstance(value, cst.List) and len(value.elements) == 1):
+        return value
+    (element,) = value.elements
+    if not isinstance(element, cst.Element) or "\n" in cst.Module([]).code_for_node(element.value):
+        return value
+    return value.with_changes(lbracket=cst.LeftSquareBracket(), rbracket=cst.RightSquareBracket(),
+                              elements=[element.with_changes(comma=cst.MaybeSentinel.DEFAULT)])
 
 
 FIXER = Distributed()
