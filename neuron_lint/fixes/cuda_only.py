@@ -429,9 +429,10 @@ def _runtime_branch(ctx, node: ast.AST) -> ast.Import | ast.ImportFrom | None:
         for name in ("body", "orelse", "finalbody"):
             block = getattr(parent, name, None)
             if isinstance(block, list) and child in block:
-                for stmt in block[:block.index(child)]:
-                    if _imported_root(stmt) in _CUDA_RUNTIMES:
-                        return stmt
+                for stmt in block[:block.index(child)]:  # or in a branch's `try` (FastSAM's AutoBackend)
+                    for imp in [stmt, *(stmt.body if isinstance(stmt, ast.Try) and parent is not ctx.tree else ())]:
+                        if _imported_root(imp) in _CUDA_RUNTIMES:
+                            return imp
         child = parent
     return None
 

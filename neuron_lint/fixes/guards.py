@@ -317,9 +317,17 @@ def _cpu_build_choice(ctx, guard) -> str:
     """``f"tensorflow{'' if torch.cuda.is_available() else '-cpu'}"`` (yolov5's export): the string
     naming a CPU build (``-cpu``, ``faiss-cpu``) in the arm the test takes without CUDA, or ``""``."""
     choice = ctx.parent(guard)
-    if not (isinstance(choice, ast.IfExp) and choice.test is guard):
+    if isinstance(choice, ast.Assign) and len(choice.targets) == 1 and isinstance(choice.targets[0], ast.Name):
+        # through a flag: `cuda = torch.cuda.is_available()`, then `'' if cuda else '-cpu'` (FastSAM's export)
+        name = choice.targets[0].id
+        scope = ctx.enclosing_function(choice) or ctx.tree
+        arms = [n.orelse for n in ctx.walk(scope) if isinstance(n, ast.IfExp) and isinstance(n.test, ast.Name)
+                and n.test.id == name]
+    elif isinstance(choice, ast.IfExp) and choice.test is guard:
+        arms = [choice.orelse]
+    else:
         return ""
-    return next((f"`{n.value!r}` (line {n.lineno})" for n in ast.walk(choice.orelse)
+    return next((f"`{n.value!r}` (line {n.lineno})" for arm in arms for n in ast.walk(arm)
                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and _CPU_BUILD.search(n.value)), "")
 
 

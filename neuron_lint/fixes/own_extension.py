@@ -57,7 +57,9 @@ def _ffi_builds(root: str) -> tuple[tuple[str, str, str], ...]:
     """The project's ``torch.utils.ffi.create_extension(NAME, ...)`` calls (PyTorch 0.4's C
     extensions, CUDA kernels linked in): (build file, its folder, NAME)."""
     found = []
-    for file, data in python_files(root):
+    # read only the build scripts (`build.py`, `build_double.py`, `make.py`, `setup.py`), as the
+    # PyTorch 0.4 recipe names them: the whole tree would be read again for every project checked
+    for file, data in python_files(root, lambda parts, name: name.startswith(("build", "make", "setup"))):
         if not _FFI.search(data) or b"create_extension" not in data:
             continue
         try:
@@ -309,11 +311,13 @@ def _read(path: str) -> bytes:
 #: Libraries whose operators have a CPU and a CUDA kernel only (or accept only those devices):
 #: TorchRec (compute devices cpu/cuda/mtia), FBGEMM-GPU, PyG's extension packages, sparse
 #: convolutions, pytorch3d, mmcv's ops, and the detectors built on them (mmdet's RoI heads and NMS are
-#: mmcv's ops: PVT's `get_flops.py` put a Mask R-CNN on the accelerator under a rewritten test). (A
+#: mmcv's ops: PVT's `get_flops.py` put a Mask R-CNN on the accelerator under a rewritten test), and
+#: torchsummary, whose `summary` makes its inputs on CUDA or else on the CPU (unet-pytorch's
+#: `summary.py`: a model moved to the accelerator got CPU inputs). (A
 #: module using bitsandbytes gets no CUDA rewrite at all: :func:`.withheld.uses_bitsandbytes`.)
 _CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torch_sparse", "torch_cluster",
                                  "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops",
-                                 "mmdet", "mmdet3d", "mmrotate"})
+                                 "mmdet", "mmdet3d", "mmrotate", "torchsummary"})
 
 
 def operator_library(ctx) -> str:

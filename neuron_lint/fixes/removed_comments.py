@@ -1,5 +1,6 @@
-"""Comment lines above a statement a fix removes stay in the file (and so does a blank line that
-parted it from the statement before, where the next statement has none).
+"""Comment lines above a statement a fix removes stay in the file, and so does the comment at its
+end (on a line of its own), and a blank line that parted it from the statement before, where the
+next statement has none.
 
 A removed import or call can carry the comment lines written above it; LibCST drops a removed
 statement whole, with its ``leading_lines``. Here they move to the next statement of the same
@@ -19,6 +20,21 @@ def comments_above(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
     return list(lines) if any(line.comment is not None for line in lines) else []
 
 
+#: Comments that direct a tool at their own line (``# noqa``, ``# type: ignore``): they go with it.
+_DIRECTIVES = ("noqa", "type:", "pragma", "fmt:", "isort:", "pylint:", "pyright:", "mypy:", "ruff:", "nosec")
+
+
+def _kept_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The lines a removed statement leaves: the comment lines above it and, on a line of its own
+    where it stood, the comment at its end (FastSAM's ``torch.cuda.manual_seed_all(seed)  # for
+    Multi-GPU, exception safe``), unless that comment is a directive for the removed line."""
+    above = comments_above(stmt)
+    trailing = getattr(getattr(stmt, "trailing_whitespace", None), "comment", None)
+    if trailing is None or trailing.value.lstrip("#").strip().lower().startswith(_DIRECTIVES):
+        return above
+    return [*(above or list(getattr(stmt, "leading_lines", ()))), cst.EmptyLine(comment=trailing)]
+
+
 def _blank_above(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
     """The blank lines above ``stmt`` when there are only blank lines there (a paragraph break)."""
     lines = list(getattr(stmt, "leading_lines", ()))
@@ -36,7 +52,7 @@ def body_keeping_comments(pieces) -> tuple[list, list[cst.EmptyLine]]:
     blank: list[cst.EmptyLine] = []
     for old, new in pieces:
         if not new:
-            carry.extend(comments_above(old))
+            carry.extend(_kept_lines(old))
             blank = blank or _blank_above(old)
             continue
         first = new[0]
@@ -76,7 +92,7 @@ def keep_comments(original, updated, removed: set[int]):
             or not isinstance(updated, type(original)):
         return updated
     gone = [stmt for stmt in original.body if id(stmt) in removed]
-    if not any(comments_above(stmt) or _blank_above(stmt) for stmt in gone) \
+    if not any(_kept_lines(stmt) or _blank_above(stmt) for stmt in gone) \
             or len(original.body) - len(gone) != len(updated.body):
         return updated
     rest = iter(updated.body)
