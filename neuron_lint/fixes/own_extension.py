@@ -62,12 +62,8 @@ def _ffi_builds(root: str) -> tuple[tuple[str, str, str], ...]:
     for file, data in python_files(root, lambda parts, name: name.startswith(("build", "make", "setup"))):
         if not _FFI.search(data) or b"create_extension" not in data:
             continue
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and _callee(node.func) == "create_extension" and node.args
+        for node in _calls(data):
+            if (_callee(node.func) == "create_extension" and node.args
                     and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
                 found.append((os.path.abspath(file), os.path.dirname(os.path.abspath(file)), node.args[0].value))
     return tuple(found)
@@ -165,16 +161,21 @@ def _extension_modules(root: str) -> frozenset[str]:
     for folder, data in _setups(root):
         if _vendors_cuda_library(folder):
             continue
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and "extension" in _callee(node.func).lower():
+        for node in _calls(data):
+            if "extension" in _callee(node.func).lower():
                 given = node.args[:1] + [k.value for k in node.keywords if k.arg == "name"]
                 names.update(a.value for a in given if isinstance(a, ast.Constant) and isinstance(a.value, str)
                              and a.value.isidentifier())
     return frozenset(names)
+
+
+def _calls(data: bytes) -> list[ast.Call]:
+    """The calls of a module's source (none when it does not parse)."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
 
 
 def _callee(func: ast.expr) -> str:
