@@ -94,10 +94,9 @@ def _ffi_modules(root: str) -> dict[str, str]:
         package = extension.split(".")[0]
         imports = {}
         for file, data in python_files(folder):
-            try:
-                imports[os.path.abspath(file)] = _imported_modules(ast.parse(data))
-            except (SyntaxError, ValueError, RecursionError):
-                continue
+            tree = _parsed(data)
+            if tree is not None:
+                imports[os.path.abspath(file)] = _imported_modules(tree)
         imports.pop(build, None)
         kernels = {file for file, names in imports.items() if package in names}
         while True:
@@ -169,13 +168,18 @@ def _extension_modules(root: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def _parsed(data: bytes) -> ast.Module | None:
+    """A module's source parsed, or None when it does not parse."""
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
 def _calls(data: bytes) -> list[ast.Call]:
     """The calls of a module's source (none when it does not parse)."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError):
-        return []
-    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    tree = _parsed(data)
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)] if tree is not None else []
 
 
 def _callee(func: ast.expr) -> str:
@@ -186,9 +190,8 @@ def _imports_extension(data: bytes, names: frozenset[str]) -> str:
     """The first of ``names`` that the module ``data`` imports, or ``""``."""
     if not any(n.encode() in data for n in names):
         return ""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = _parsed(data)
+    if tree is None:
         return ""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -289,9 +292,8 @@ def _kernel_wrapper(ctx) -> str:
 def _cuda_source(data: bytes) -> str:
     """The first string of the module that names a ``.cu`` file (not one inside a docstring or a
     string of code), or ``""``."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = _parsed(data)
+    if tree is None:
         return ""
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CUDA_FILE.fullmatch(node.value):

@@ -28,6 +28,7 @@ import re
 
 import libcst as cst
 
+from ..io.notebook import CELL_SEPARATOR
 from .decline import Decline
 from .line_length import line_length
 from .plan import DEVICE_HELPER, DEVICE_VAR
@@ -218,13 +219,9 @@ class DeviceDefinitions:
             follower = body[at]
             needed = 2 if (isinstance(follower, (cst.FunctionDef, cst.ClassDef)) or isinstance(new[-1], cst.FunctionDef)) else 1
             body[at] = _with_blank_lines(follower, needed)
-        if self.variable and isinstance(new[0], cst.SimpleStatementLine) and _NOTEBOOK_CELL.search(self.rx.module.text):
+        if self.variable and isinstance(new[0], cst.SimpleStatementLine) and CELL_SEPARATOR.search(self.rx.module.text):
             body = _again_in_sections(body, at, new[0])
         return tree.with_changes(body=body)
-
-
-#: The separator :mod:`neuron_lint.io.notebook` puts between the cells of a notebook it joins.
-_NOTEBOOK_CELL = re.compile(r"^# nl-[0-9a-f]{10} cell \d+$", re.M)
 
 
 class _UsesDevice(cst.CSTVisitor):

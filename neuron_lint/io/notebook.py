@@ -195,6 +195,10 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
+#: The line :func:`join_cells` puts between two cells (its token: ``nl-`` and ten hex digits).
+CELL_SEPARATOR = re.compile(r"^# nl-[0-9a-f]{10} cell \d+$", re.M)
+
+
 def join_cells(sources: list[str]) -> Joined:
     """One module from cell sources (see the module's docstring)."""
     token = "nl-" + hashlib.sha1("\0".join(sources).encode("utf-8", "surrogatepass")).hexdigest()[:10]
