@@ -169,3 +169,32 @@ def test_unsafe_float64_fix_keeps_a_host_only_module_consistent():
     exec(compile(src, "<original>", "exec"), want)  # noqa: S102
     assert namespace["y"].dtype == namespace["x"].dtype
     assert torch.allclose(namespace["y"].double(), want["y"], rtol=1e-6)
+
+
+# pytorch-yolo-v3's and FairMOT's loaders: an indexed CUDA device as the place to restore tensors.
+# As `f"{DEVICE.type}:0"` it was "cpu:0" on a CPU-only host, which `torch.load` cannot restore to.
+INDEXED_LOAD = """
+import torch
+
+
+def load(path, rank):
+    a = torch.load(path, map_location="cuda:0")
+    b = torch.load(path, map_location=f"cuda:{rank}")
+    return a, b
+
+
+if __name__ == "__main__":
+    load("ck.pt", 0)
+"""
+
+
+def test_checkpoint_loaded_onto_an_indexed_cuda_device_loads_on_the_cpu(tmp_path):
+    torch = pytest.importorskip("torch")
+    fixed = fix_text(textwrap.dedent(INDEXED_LOAD).lstrip("\n"), "load.py", settings(False)).text
+    assert "cuda" not in fixed, fixed
+    path = tmp_path / "ck.pt"
+    torch.save({"w": torch.arange(3.0)}, path)
+    namespace: dict = {"__name__": "load"}
+    exec(compile(fixed, "<fixed>", "exec"), namespace)  # noqa: S102 - this file's own snippet
+    for loaded in namespace["load"](str(path), 0):
+        assert loaded["w"].device.type == "cpu" and loaded["w"].tolist() == [0.0, 1.0, 2.0]

@@ -167,13 +167,31 @@ def convert(rx, site, node, data: dict, as_device: bool = False):
     """One CUDA device literal (CST ``node``) -> the current device's form."""
     import libcst as cst
 
-    from .nodes import device_string_with_index, fstring, quote_of
+    from .nodes import quote_of
 
     if data.get("device") == "neuron" or data.get("mode") == "word":
         return word(node)
     kind = cst_literal_kind(node)
     if kind == "plain":
         return rx.device(site, data) if as_device else rx.device_type(site, data)
+    indexed = _with_index(rx, site, node, data, kind)
+    if not data.get("load_location"):
+        return indexed
+    # `torch.load` restores nothing to "cpu:0" (it knows the CPU only as "cpu"): on a CPU-only host the
+    # indexed form would fail to load, so the CPU gets its plain name and every accelerator its index
+    quote = quote_of(node) if kind != "format" else '"'
+    cpu = cst.SimpleString(f"{quote}cpu{quote}")
+    test = cst.Comparison(rx.device_type(site, data), [cst.ComparisonTarget(cst.Equal(), cpu)])
+    return cst.IfExp(test=test, body=cpu, orelse=indexed)
+
+
+def _with_index(rx, site, node, data: dict, kind: str):
+    """``"cuda:1"`` -> ``f"{DEVICE.type}:1"``, ``f"cuda:{i}"`` and its ``.format``/``%`` forms ->
+    ``f"{DEVICE.type}:{i}"``."""
+    import libcst as cst
+
+    from .nodes import device_string_with_index, fstring, quote_of
+
     dev_type = rx.device_type(site, data)
     if kind == "indexed":
         return device_string_with_index(dev_type, node.evaluated_value[5:], quote_of(node))

@@ -197,7 +197,17 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
     if compared:  # kept only with those comparisons (guard_settle.settle): they decide the same device
         data = {**data, "region": [[*ctx.span(c), ctx.segment(c).splitlines()[0][:60]] for c in compared]}
     return ctx.propose(hit, node, cst_kind(node), message,
-                       {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node)})
+                       {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node),
+                        "load_location": kind != "plain" and _load_location(ctx, node)})
+
+
+def _load_location(ctx, node) -> bool:
+    """Is ``node`` where ``torch.load`` restores tensors (``map_location=``, a loader's ``location=``)?"""
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.keyword):
+        return parent.arg in ("map_location", "location")
+    return (isinstance(parent, ast.Call) and ctx.qualname(parent.func) == "torch.load"
+            and len(parent.args) > 1 and parent.args[1] is node)
 
 
 def _kept_literal(ctx, node) -> str:
