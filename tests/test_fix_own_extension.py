@@ -239,6 +239,7 @@ def test_a_subproject_the_project_installs_keeps_the_device_choice_and_rank_maps
     from neuron_lint.fixes import own_extension
 
     own_extension._built_by.cache_clear()
+    own_extension._installed_subprojects.cache_clear()
     fixed = fix_text(utils, path, Settings(select=("NRN2",), unsafe_fixes=True)).text
     assert "if torch.accelerator.is_available():" in fixed
 
@@ -325,3 +326,27 @@ def test_extensions_built_with_torch_utils_ffi_are_the_projects_own_operators(tm
     assert "(`_ext.nms` built by `torch.utils.ffi` in lib/model/nms/build.py)" in notes[5]
     plain = "import torch\n\nx = torch.zeros(4).cuda()\n"
     assert ".to(DEVICE)" in fix_text(plain, str(nms / "nms_cpu.py"), SETTINGS).text
+
+
+def test_an_installed_subprojects_operators_are_those_of_the_folder_importing_it(tmp_path):
+    """sam-hq (set 40): its SAM 2 copy (sam-hq2/setup.py) builds CUDA operators, imported only by a
+    seginw/ script; train/train.py never reaches them. Its guards used to stay for those operators
+    while the `--device` default moved to the accelerator: on Trainium the model went to `neuron` and
+    the batches stayed on the CPU."""
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "sam-hq2"
+    (sub / "sam2").mkdir(parents=True)
+    (sub / "setup.py").write_text(EXT_SETUP.format(name="sam2._C"))
+    (sub / "sam2" / "__init__.py").write_text("")
+    (tmp_path / "seginw").mkdir()
+    (tmp_path / "train").mkdir()
+    (tmp_path / "seginw" / "eval_sam2.py").write_text("from sam2 import build_sam\n")
+    loop = ("import torch\n\n\ndef step(x):\n    if torch.cuda.is_available():\n        x = x.cuda()\n    return x\n\n\n"
+            "if __name__ == \"__main__\":\n    step(torch.rand(2))\n")
+    train, seginw = tmp_path / "train" / "train.py", tmp_path / "seginw" / "run.py"
+    fixed = fix_text(loop, str(train), SETTINGS).text
+    assert "    if torch.accelerator.is_available():\n        x = x.to(DEVICE)\n" in fixed, fixed
+    kept = fix_text(loop, str(seginw), SETTINGS).text
+    assert "if torch.cuda.is_available():" in kept, kept
+    notes = [f.fix_note for f in check_source(loop, str(seginw), SETTINGS)]
+    assert any("sam-hq2/setup.py" in n for n in notes), notes

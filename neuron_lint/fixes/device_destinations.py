@@ -24,6 +24,40 @@ from .module_kind import is_str, is_test_path
 _AMP = ("GradScaler", "autocast")
 
 
+#: Runtimes other than PyTorch whose calls take a device by name and know CUDA's, not Neuron's
+#: (OpenVoice's ``WhisperModel(model_size, device="cuda")`` is faster-whisper's, on CTranslate2).
+_OTHER_RUNTIMES = frozenset({"faster_whisper", "ctranslate2", "onnxruntime", "tensorflow", "jax", "paddle",
+                             "mxnet", "cupy", "llama_cpp", "whisperx"})
+
+
+def other_runtime_call(ctx, node) -> str:
+    """The callee, when ``node`` is an argument of a call into one of :data:`_OTHER_RUNTIMES`, or is
+    assigned to a name or attribute that the function (the module) hands to one (OpenNMT's
+    ``self.device = "cuda"``, then ``ctranslate2.Translator(path, device=self.device)``), else ``""``."""
+    call = ctx.parent(node)
+    if isinstance(call, ast.keyword):
+        call = ctx.parent(call)
+    if isinstance(call, ast.Assign) and call.value is node and len(call.targets) == 1:
+        held = ctx.segment(call.targets[0])
+        scope = ctx.enclosing_function(node) or ctx.tree
+        return next((callee for n in ctx.walk(scope) if isinstance(n, ast.Call)
+                     and any(ctx.segment(a) == held for a in (*n.args, *(k.value for k in n.keywords)))
+                     for callee in [_runtime_callee(ctx, n)] if callee), "")
+    if not isinstance(call, ast.Call) or node is call.func:
+        return ""
+    return _runtime_callee(ctx, call)
+
+
+def _runtime_callee(ctx, call: ast.Call) -> str:
+    qual = ctx.qualname(call.func) or ""
+    if not qual and ctx.segment(call.func).split(".")[0] in _OTHER_RUNTIMES:
+        # imported inside the function that uses it (OpenNMT's `import ctranslate2` in `__init__`)
+        root = ctx.segment(call.func).split(".")[0]
+        qual = root if any(isinstance(n, ast.Import) and any(a.name == root and not a.asname for a in n.names)
+                           for n in ctx.walk(ctx.enclosing_function(call) or ctx.tree)) else ""
+    return short(ctx, call.func) if qual.split(".")[0] in _OTHER_RUNTIMES else ""
+
+
 def _parameter(ctx, node) -> tuple[ast.AST, str] | None:
     """(the function, the parameter's name) when ``node`` is a parameter's default (or the string of a
     ``torch.device("cuda")`` default), else None."""

@@ -44,6 +44,7 @@ from .device_choice import (
 from .device_defaults import plan_default, rewrite_default
 from .device_destinations import (
     amp_callee,
+    other_runtime_call,
     asserted_by_test,
     assigned_checked_as_cuda,
     assigned_for_amp,
@@ -173,10 +174,7 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             data = device_data(ctx, hit, parent)
             if data is None:
                 return None
-            if ctx.neuron:
-                data = {"mode": "word"}
-            else:
-                data = {**data, "mode": "decided"}
+            data = {"mode": "word"} if ctx.neuron else {**data, "mode": "decided"}
             return ctx.propose(hit, parent, "IfExp", message + " (with the device test that chooses it)",
                                {**data, "decided": True})
     if not ctx.neuron and kind in ("plain", "indexed"):
@@ -216,7 +214,7 @@ def _kept_literal(ctx, node) -> str:
     if query is not None:
         return (f"it names the GPU that `{short(ctx, query.func)}` asks about, and that question stays "
                 "CUDA-only (NRN204)")
-    other = _other_runtime_call(ctx, node)
+    other = other_runtime_call(ctx, node)
     if other:
         return (f"it goes to `{other}`, which is not PyTorch: its devices are its own (`cpu`, `cuda`, ...), "
                 "and it would be handed `neuron` on Trainium. Choose its device by hand")
@@ -273,23 +271,6 @@ def _picked_under_kept_check(ctx, node) -> str:
     if not (isinstance(if_, ast.If) and stmt in if_.body and is_availability(ctx, if_.test)):
         return ""
     return ctx.segment(if_.test) if own_extension(ctx.path) else ""
-
-
-#: Runtimes other than PyTorch whose calls take a device by name and know CUDA's, not Neuron's
-#: (OpenVoice's ``WhisperModel(model_size, device="cuda")`` is faster-whisper's, on CTranslate2).
-_OTHER_RUNTIMES = frozenset({"faster_whisper", "ctranslate2", "onnxruntime", "tensorflow", "jax", "paddle",
-                             "mxnet", "cupy", "llama_cpp", "whisperx"})
-
-
-def _other_runtime_call(ctx, node) -> str:
-    """The callee, when ``node`` is an argument of a call into one of :data:`_OTHER_RUNTIMES`, else ``""``."""
-    call = ctx.parent(node)
-    if isinstance(call, ast.keyword):
-        call = ctx.parent(call)
-    if not isinstance(call, ast.Call) or node is call.func:
-        return ""
-    qual = ctx.qualname(call.func) or ""
-    return short(ctx, call.func) if qual.split(".")[0] in _OTHER_RUNTIMES else ""
 
 
 def _compared_device(ctx, node) -> ast.Compare | None:

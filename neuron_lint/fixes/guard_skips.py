@@ -52,12 +52,15 @@ def raised_reason(ctx, guard) -> str:
     test = ctx.parent(guard)
     if isinstance(test, ast.Assert) and test.test is guard:
         message = test.msg.value if isinstance(test.msg, ast.Constant) else ""
-    elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+    elif _negated(test, guard):
+        # `if not torch.cuda.is_available(): raise ...`, also `... is False:` with an early return
+        # first (OpenNMT's SRU check: `if not abort: return False`, then "requires pytorch built with cuda")
         stmt = ctx.parent(test)
-        if not (isinstance(stmt, ast.If) and stmt.test is test and len(stmt.body) == 1
-                and isinstance(stmt.body[0], ast.Raise) and isinstance(stmt.body[0].exc, ast.Call)):
+        raised = stmt.body[-1] if isinstance(stmt, ast.If) and stmt.test is test else None
+        if not (isinstance(raised, ast.Raise) and isinstance(raised.exc, ast.Call) and all(
+                isinstance(s, ast.If) and all(isinstance(b, ast.Return) for b in s.body) for s in stmt.body[:-1])):
             return ""
-        args = stmt.body[0].exc.args
+        args = raised.exc.args
         message = args[0].value if args and isinstance(args[0], ast.Constant) else ""
     else:
         return ""
@@ -70,6 +73,15 @@ def raised_reason(ctx, guard) -> str:
         # stays only where it names CUDA-only software
         return message if _CUDA_ONLY_SOFTWARE.search(rest) else ""
     return message if rest.strip() else ""
+
+
+def _negated(test, guard) -> bool:
+    """Is ``test`` ``not guard``, ``guard is False`` or ``guard == False``?"""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    return (isinstance(test, ast.Compare) and test.left is guard and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.Eq)) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is False)
 
 
 #: What an assertion may name that needs CUDA whatever the device: CUDA-only software.

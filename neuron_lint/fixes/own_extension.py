@@ -46,7 +46,7 @@ def _built_by(root: str) -> str:
     for file, _folder, extension in _ffi_builds(root):
         name = os.path.relpath(file, root).replace(os.sep, "/")
         return f"`{extension}` built by `torch.utils.ffi` in {name}"
-    return _installed_subproject(root)
+    return ""
 
 
 _FFI = re.compile(rb"\btorch\.utils\.ffi\b")
@@ -127,13 +127,15 @@ def _vendors_cuda_library(folder: str) -> bool:
     return any(os.path.isfile(os.path.join(folder, name, "__init__.py")) for name in _VENDORED_CUDA_LIBRARIES)
 
 
-def _installed_subproject(root: str) -> str:
-    """A folder below the root with a ``setup.py`` building extensions, whose package the project
+@functools.lru_cache(maxsize=64)
+def _installed_subprojects(root: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The folders below the root with a ``setup.py`` building extensions whose package the project
     imports (stable-fast-3d's ``texture_baker/``, installed with ``pip install texture_baker/``: its
-    operators have CPU, CUDA and MPS kernels only), as the note names it, or ``""``. A vendored
-    CUDA-only library (jukebox's apex) is another rule's (NRN6xx)."""
-    here = os.path.abspath(root)
-    for folder, _data in _setups(root):
+    operators have CPU, CUDA and MPS kernels only): (the note's words, the top-level folders of the
+    modules importing it, ``""`` for the root's own). A vendored CUDA-only library (jukebox's apex) is
+    another rule's (NRN6xx)."""
+    here, found = os.path.abspath(root), []
+    for folder, data in _setups(root):
         if folder == here:
             continue
         try:
@@ -144,11 +146,18 @@ def _installed_subproject(root: str) -> str:
         if not packages or _vendors_cuda_library(folder):
             continue
         imports = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(?:" + "|".join(packages).encode() + rb")\b", re.M)
-        for file, data in python_files(root):
-            if not os.path.abspath(file).startswith(folder + os.sep) and imports.search(data):
-                shown = os.path.relpath(os.path.join(folder, "setup.py"), root).replace(os.sep, "/")
-                return f"`{_BUILDS.search(_data).group(1).decode()}` in {shown}"
-    return ""
+        users = frozenset(_top_folder(file, here) for file, text in python_files(root)
+                          if not os.path.abspath(file).startswith(folder + os.sep) and imports.search(text))
+        if users:
+            shown = os.path.relpath(os.path.join(folder, "setup.py"), root).replace(os.sep, "/")
+            found.append((f"`{_BUILDS.search(data).group(1).decode()}` in {shown}", users))
+    return tuple(found)
+
+
+def _top_folder(file: str, root: str) -> str:
+    """The folder right below ``root`` that holds ``file`` (``""`` for a module at the root)."""
+    parts = os.path.relpath(os.path.abspath(file), root).split(os.sep)
+    return parts[0] if len(parts) > 1 else ""
 
 
 @functools.lru_cache(maxsize=64)
@@ -334,4 +343,9 @@ def operator_library(ctx) -> str:
 def own_extension(path: str) -> str:
     """How the project around ``path`` builds its C++/CUDA operators (for the note), or ``""``."""
     root = project_root(path) if path else None
-    return _built_by(root) if root else ""
+    if not root:
+        return ""
+    # an installed subproject's operators are those of the part of the project that imports it
+    # (sam-hq's SAM 2 copy builds its own; its train/ scripts never reach them)
+    top = _top_folder(path, os.path.abspath(root))
+    return _built_by(root) or next((note for note, users in _installed_subprojects(root) if top in users), "")

@@ -40,14 +40,22 @@ _SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
 #: need 2.9), the map's ``older`` target (the call on ``torch.get_device_module()``) serves from this
 #: release, under the same availability test: ``torch.accelerator.is_available`` is new in 2.6.
 OLDER_SINCE = "2.6"
-_GUARD_WORDS = re.compile(r"is_available|cuda|device")
+_GUARD_WORDS = re.compile(r"is_available|device|\.is_cuda\b")
 
 
 def _tests_the_device(ctx, node) -> bool:
-    """Does the test ``node`` ask about the device (``torch.cuda.is_available()``, ``args.cuda``,
-    ``device.type == ...``)? ``torch.version.cuda`` asks about the build: true on a CUDA build of a
-    CPU-only host, false on Trainium's."""
-    return bool(_GUARD_WORDS.search(ctx.segment(node).replace("version.cuda", "")))
+    """Does the test ``node`` ask about the device (``torch.cuda.is_available()``, ``x.is_cuda``,
+    ``device.type == ...``, a flag set from an availability test: ``args.cuda = ... and
+    torch.cuda.is_available()``)? A flag of the user's options alone (OpenNMT's ``is_cuda = opt.gpu > -1``)
+    and ``torch.version.cuda`` (the build's CUDA) hold on a CPU-only host too."""
+    text = ctx.segment(node).replace("version.cuda", "")
+    if _GUARD_WORDS.search(text):
+        return True
+    flags = {ctx.segment(n) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
+             and "cuda" in ctx.segment(n) and isinstance(getattr(n, "ctx", None), ast.Load)}
+    return bool(flags) and any(
+        isinstance(n, ast.Assign) and "is_available" in ctx.segment(n.value)
+        and any(ctx.segment(t) in flags for t in n.targets) for n in ctx.walk(ctx.tree))
 
 
 def _guarded(ctx, node) -> bool:
