@@ -211,6 +211,35 @@ def test_the_added_import_of_torch_goes_before_the_projects_own_modules(tmp_path
     assert _ruff_import_errors(path, tmp_path) == ""
 
 
+
+@pytest.mark.parametrize("head,expected", [
+    # axolotl's evaluate.py (set 41): among the third-party `from` imports, in the order of their modules
+    ("import os\n\nimport torch\nfrom datasets import D\nfrom zzz import Z\n\nfrom mypkg.config import CN\n",
+     "import os\n\nimport torch\nfrom datasets import D\nfrom torch.nn.attention import SDPBackend, sdpa_kernel\n"
+     "from zzz import Z\n\nfrom mypkg.config import CN\n"),
+    # at the end of the third-party section, before the project's own
+    ("import torch\nfrom datasets import D\n\nfrom mypkg.config import CN\n",
+     "import torch\nfrom datasets import D\nfrom torch.nn.attention import SDPBackend, sdpa_kernel\n\n"
+     "from mypkg.config import CN\n"),
+    # a section of its own after the standard library
+    ("import os\n\nimport torch\n", "import os\n\nimport torch\nfrom torch.nn.attention import SDPBackend, sdpa_kernel\n"),
+])
+def test_an_added_from_import_of_torch_goes_where_isort_wants_it(tmp_path, head, expected):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "config.py").write_text("CN = object\n")
+    src = head + ("\n\ndef f(flash):\n    with torch.backends.cuda.sdp_kernel(enable_flash=False):\n"
+                  "        return flash\n")
+    path = tmp_path / "mypkg" / "evaluate.py"
+    path.write_text(src)
+    assert _ruff_import_errors(path, tmp_path) == ""
+    fixed = fix_text(src, str(path), Settings(select=("NRN209",))).text
+    assert fixed.startswith(expected), fixed
+    path.write_text(fixed)
+    assert _ruff_import_errors(path, tmp_path) == ""
+
+
 COLLECT_ENV = '''\
 import sys
 

@@ -492,3 +492,24 @@ def test_the_device_helper_fits_a_79_column_project(tmp_path):
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--select", "E501", "--line-length", "79",
                            str(path)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
+
+
+@pytest.mark.slow  # runs the real ruff
+def test_a_file_whose_long_lines_end_in_a_pragma_still_keeps_the_line_length():
+    # axolotl's test_grouped_fp4_skew.py (set 41): its only long code line is long by its `# noqa`,
+    # which ruff format and E501 leave out of the length; a fix's long line was left unbroken there
+    fixed = _fix("""
+        import torch
+
+
+        def peak(cfg):
+            E, H, I, topk, N, r = cfg["E"], cfg["H"], cfg["I"], cfg["topk"], cfg["N"], cfg["r"]  # noqa: E741
+            base = torch.cuda.memory_allocated()
+            return base
+
+
+        if __name__ == "__main__":
+            peak({})
+    """, min_torch="2.13")
+    assert "    base = (\n        torch.accelerator.memory_allocated()" in fixed, fixed
+    assert _ruff_format(fixed) == fixed

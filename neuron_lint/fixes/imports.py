@@ -20,6 +20,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
+from .import_order import lone_import
 from .removed_comments import is_emptied, keep_comments
 
 
@@ -43,7 +44,7 @@ class TopLevelAddImports(AddImportsVisitor):
     def visit_Module(self, node: cst.Module) -> None:
         # LibCST gathers the imports at the top of the module with a visit of the whole module, of
         # which it reads only the statements up to the first that is not an import: hand it those.
-        end = next((i for i, stmt in enumerate(node.body) if i and not _lone_import(stmt)), len(node.body))
+        end = next((i for i, stmt in enumerate(node.body) if i and not lone_import(stmt)), len(node.body))
         super().visit_Module(node.with_changes(body=node.body[:end + 1]))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -51,130 +52,6 @@ class TopLevelAddImports(AddImportsVisitor):
                 isinstance(small, (cst.Import, cst.ImportFrom)) for small in node.body):
             return False
         return super().on_visit(node)
-
-
-def sorted_torch_import(tree: cst.Module, original: cst.Module | None = None) -> cst.Module:
-    """:func:`_sorted_torch_import`, then below the environment the module sets up right after its
-    imports (DeOldify's notebook: ``import os`` then ``os.environ['OMP_NUM_THREADS'] = '1'``, which
-    torch reads when it is imported: above them, the setting no longer takes). ``original``: the
-    module before the import was added, whose first such statement keeps its own blank lines."""
-    tree = _sorted_torch_import(tree)
-    body = list(tree.body)
-    at = _plain_torch_import(body)
-    if at is None:
-        return tree
-    end = at
-    while end + 1 < len(body) and _lone_import(body[end + 1]):
-        end += 1
-    last = end
-    while last + 1 < len(body) and _sets_environment(body[last + 1]):
-        last += 1
-    if last == end:
-        return tree
-    moved = body.pop(at)
-    first = next((stmt for stmt in (original.body if original is not None else ()) if _sets_environment(stmt)), None)
-    if first is not None:  # LibCST set a blank line between the imports and it
-        body[at] = body[at].with_changes(leading_lines=first.leading_lines)
-    body.insert(last, moved.with_changes(leading_lines=[cst.EmptyLine()]))
-    return tree.with_changes(body=body)
-
-
-def _plain_torch_import(body: list) -> int | None:
-    """The index of the module's ``import torch`` line (the one a fix adds), or None."""
-    return next((i for i, stmt in enumerate(body) if _lone_import(stmt) and isinstance(stmt.body[0], cst.Import)
-                 and [(_name(a.name), a.asname) for a in stmt.body[0].names] == [("torch", None)]), None)
-
-
-def _sets_environment(stmt) -> bool:
-    """``os.environ["X"] = ...``, ``os.environ.setdefault(...)`` / ``.update(...)``, ``os.putenv(...)``."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-        return False
-    small = stmt.body[0]
-    if isinstance(small, cst.Assign):
-        return all(isinstance(t.target, cst.Subscript) and _environ(t.target.value) for t in small.targets)
-    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-        func = small.value.func
-        return isinstance(func, cst.Attribute) and (
-            func.attr.value in ("setdefault", "update") and _environ(func.value)
-            or func.attr.value == "putenv" and isinstance(func.value, cst.Name) and func.value.value == "os")
-    return False
-
-
-def _environ(node) -> bool:
-    return isinstance(node, cst.Attribute) and node.attr.value == "environ" and isinstance(
-        node.value, cst.Name) and node.value.value == "os"
-
-
-def _sorted_torch_import(tree: cst.Module) -> cst.Module:
-    """``tree`` with the ``import torch`` LibCST appended to the top imports moved to where isort
-    (ruff's I001) wants it: in the third-party section, after the standard library and before the
-    project's own modules (a blank line between sections), before the section's ``from ... import``
-    statements and before a plain import that sorts after it (fairscale: after ``import torch.nn as
-    nn``; detectron2's DensePose: above ``from detectron2.config import ...``, a blank line between)."""
-    body = list(tree.body)
-    at = _plain_torch_import(body)
-    if not at:
-        return tree
-    first = at
-    while first > 0 and _lone_import(body[first - 1]):
-        first -= 1
-    sections = {j: _section(body[j].body[0]) for j in range(first, at)}
-    j = next((j for j in range(first, at) if sections[j] == "first"
-              or (sections[j] == "third" and _sorts_after_torch(body[j].body[0]))), None)
-    if j is None:
-        if not body[at].leading_lines and sections.get(at - 1) == "stdlib":  # a section of its own
-            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine()])
-            return tree.with_changes(body=body)
-        return tree
-    moved, target = body.pop(at), body[j]
-    previous = sections.get(j - 1)
-    if sections[j] == "third" or previous is None:  # in the section of the import it goes before, or first
-        moved = moved.with_changes(leading_lines=target.leading_lines)
-        target = target.with_changes(leading_lines=[cst.EmptyLine()] if sections[j] == "first" else [])
-    elif previous == "third":  # the end of the third-party section, before the project's own
-        moved = moved.with_changes(leading_lines=[])
-    else:  # after the standard library: a section between it and the project's own
-        moved = moved.with_changes(leading_lines=[cst.EmptyLine()])
-        if not target.leading_lines or target.leading_lines[0].comment is not None:
-            target = target.with_changes(leading_lines=[cst.EmptyLine(), *target.leading_lines])
-    body[j] = target
-    body.insert(j, moved)
-    return tree.with_changes(body=body)
-
-
-def _section(small) -> str:
-    """``"stdlib"``, ``"third"`` or ``"first"`` (the project's own, or a relative import)."""
-    import sys
-
-    from .first_party import is_first_party
-
-    if isinstance(small, cst.ImportFrom):
-        if small.relative:
-            return "first"
-        module = _name(small.module) if small.module is not None else ""
-        modules = [module]
-    else:
-        modules = [_name(a.name) for a in small.names]
-    stdlib = getattr(sys, "stdlib_module_names", frozenset())
-    if all(m.split(".")[0] in stdlib for m in modules):
-        return "stdlib"
-    return "first" if any(is_first_party(m) for m in modules) else "third"
-
-
-def _sorts_after_torch(small) -> bool:
-    """Does this third-party import come after ``import torch`` (every ``from`` import does)?"""
-    if isinstance(small, cst.ImportFrom):
-        return True
-    return min(_name(a.name).lower() for a in small.names) > "torch"
-
-
-def _name(node) -> str:
-    return node.value if isinstance(node, cst.Name) else f"{_name(node.value)}.{node.attr.value}"
-
-
-def _lone_import(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(
-        stmt.body[0], (cst.Import, cst.ImportFrom))
 
 
 def remove_unused_imports(context: CodemodContext, tree: cst.Module, code: str) -> cst.Module:
@@ -258,7 +135,7 @@ class _RemoveImports(RemoveImportsVisitor):
 def _without_leading_blank(original: cst.IndentedBlock, block: cst.IndentedBlock) -> cst.IndentedBlock:
     """A block whose first statement, an import, was removed: the blank lines that followed the
     import would now open the block (``def f():`` then an empty line); they go, comments stay."""
-    if not (original.body and _lone_import(original.body[0]) and block.body) or _lone_import(block.body[0]):
+    if not (original.body and lone_import(original.body[0]) and block.body) or lone_import(block.body[0]):
         return block
     first = block.body[0]
     lines = list(first.leading_lines)

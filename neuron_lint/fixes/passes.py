@@ -216,8 +216,9 @@ def _long_code_lines(text: str, limit: int) -> int:
             (row, col), (end_row, end_col) = tok.start, tok.end
             if tok.type == tokenize.OP and tok.string in "([{" and row in long and _last_on_line(tok):
                 long.discard(row)
-            elif tok.type == tokenize.COMMENT and col <= limit:
-                long.discard(row)
+            elif tok.type == tokenize.COMMENT and (col <= limit or (
+                    _PRAGMA.match(tok.string) and len(tok.line[:col].rstrip()) <= limit)):
+                long.discard(row)  # a formatter measures a line without its pragma (`# noqa: E741`)
             elif tok.type == tokenize.STRING and (end_row > row or end_col - col >= 20):
                 long.difference_update(range(row, end_row + 1))
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -226,6 +227,8 @@ def _long_code_lines(text: str, limit: int) -> int:
 
 
 _FMT = re.compile(r"#\s*fmt:\s*(off|on|skip)\b")
+#: Trailing comments that ruff's formatter and E501 leave out of a line's length.
+_PRAGMA = re.compile(r"#\s*(noqa|type:|pyright:|pylint:|nosec|isort:|mypy:|ruff:)", re.IGNORECASE)
 
 
 def _last_on_line(tok: tokenize.TokenInfo) -> bool:

@@ -150,13 +150,15 @@ class RewriteContext:
         if self._codemod is not None:  # an import to add or remove
             from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-            from .imports import TopLevelAddImports, remove_unused_imports, sorted_torch_import
+            from .import_order import place_added_from_imports, sorted_torch_import
+            from .imports import TopLevelAddImports, remove_unused_imports
 
             scratch = self._codemod.scratch
             if scratch.get(AddImportsVisitor.CONTEXT_KEY):
-                tree = TopLevelAddImports(self._codemod).transform_module(tree)
+                before, tree = tree, TopLevelAddImports(self._codemod).transform_module(tree)
                 if self._needs_torch:
                     tree = sorted_torch_import(tree, self.module.tree)
+                tree = place_added_from_imports(tree, before)
             if scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
                 tree = remove_unused_imports(self._codemod, tree, self.module.code_of(tree))
         return self.definitions.insert(tree)
