@@ -343,3 +343,20 @@ def test_each_section_that_imports_torch_again_gets_the_device_it_uses(tmp_path:
             exec(source, namespace)  # noqa: S102 - our own fixed test code
     assert namespace["y"].device.type == "cpu"
     assert not fix_file(path, Settings(select=("NRN2",))).written  # a second run changes nothing
+
+
+def test_a_cell_magic_stays_its_cells_first_line(tmp_path: Path):
+    """axolotl's Colab example (set 41): its first cell is `%%capture` and pip installs. The `import
+    torch` and the device definition went above `%%capture`, where IPython no longer reads it as a
+    cell magic and the install cell fails; they now open the next cell that starts with Python."""
+    path = tmp_path / "nb.ipynb"
+    write_jupyter(path, notebook(cell("code", lines("%%capture\n!pip install axolotl")),
+                                 cell("code", lines("from collections import OrderedDict\nx = OrderedDict()")),
+                                 cell("code", lines("m = make_model().to('cuda')"))))
+    assert fix_file(path, Settings()).written
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert sources[0] == "%%capture\n!pip install axolotl", sources
+    assert sources[1].startswith("import torch\n\nDEVICE = (\n"), sources
+    assert sources[1].endswith("from collections import OrderedDict\nx = OrderedDict()"), sources
+    assert sources[2] == "m = make_model().to(DEVICE)", sources
+    assert not fix_file(path, Settings()).written  # a second run changes nothing

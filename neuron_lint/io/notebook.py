@@ -156,7 +156,26 @@ class Joined:
             out.append(part)
         if sorted(seen) != sorted(self.masked) or any(self.token in p for p in out):
             return None
-        return out
+        return _after_cell_magics(out, {v for v in self.masked.values() if v.lstrip().startswith("%%")})
+
+
+def _after_cell_magics(cells: list[str], magics: set[str]) -> list[str] | None:
+    """``cells`` with what a fix put above a cell magic (``%%capture`` must stay its cell's first
+    line: an ``import torch`` and a device definition added at the top of a notebook whose first
+    cell installs packages) moved to the top of the next cell that opens with Python; None when
+    there is none."""
+    for i, cell in enumerate(cells):
+        lines = cell.split("\n")
+        at = next((j for j, line in enumerate(lines) if line in magics), 0)
+        if not any(line.strip() for line in lines[:at]):
+            continue
+        after = next((k for k in range(i + 1, len(cells)) if cells[k].strip()
+                      and not cells[k].lstrip().startswith("%%")), None)
+        if after is None:
+            return None
+        cells[i] = "\n".join(lines[at:])
+        cells[after] = "\n".join(lines[:at]).strip("\n") + "\n\n" + cells[after]
+    return cells
 
 
 def _parses(source: str) -> bool:
