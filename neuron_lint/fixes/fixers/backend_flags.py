@@ -29,6 +29,9 @@ Decided per flag (checked against torch 2.13):
 - ``torch.backends.cudnn.benchmark = False`` is the default too, but it is left: it turns off an
   autotuner switched on earlier, and with cuDNN determinism it keeps cuDNN to its one default
   algorithm (with the autotuner on it times the deterministic ones and may pick another per run).
+- Neither mapping is offered under a flag named for CUDA (stable-baselines3's ``if using_cuda:``:
+  the call would change CUDA runs and never run elsewhere), nor ``allow_tf32`` in a function that
+  reads the flag to put it back (Fooocus's ``tf32_mode``: the precision would not be restored).
 - Everything else -- ``cudnn.allow_tf32 = False`` (convolutions: no device-agnostic switch),
   ``cudnn.deterministic = False``, ``enable_flash_sdp(...)`` and the other global SDPA switches
   (``sdpa_kernel`` is a context manager, not a global setting), reads -- is left as it is, with a
@@ -98,6 +101,38 @@ def _block_of(ctx, stmt):
     return parent, None
 
 
+#: The flags mapped to a device-agnostic call.
+_MAPPED = ("torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.deterministic")
+
+
+def _cuda_flag(ctx, stmt) -> ast.If | None:
+    """The ``if`` around ``stmt`` whose test is a flag named for CUDA rather than an availability
+    test (stable-baselines3's ``if using_cuda:``, set from ``device.type == "cuda"``), or None."""
+    for p in ctx.ancestors(stmt):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None
+        if isinstance(p, ast.If) and any(s is stmt or stmt in ast.walk(s) for s in p.body):
+            text = ctx.segment(p.test).lower()
+            if "cuda" in text and "is_available" not in text and "device_count" not in text:
+                return p
+    return None
+
+
+def _kept_mapping(ctx, assign: ast.Assign, qual: str) -> str:
+    """Why a flag with a device-agnostic mapping keeps its line (the note's words), or ``""``."""
+    flag = _cuda_flag(ctx, assign) if qual in _MAPPED else None
+    if flag is not None:
+        return (f"it runs only where `{ctx.segment(flag.test)}` holds (line {flag.lineno}), a flag for CUDA: the "
+                "device-agnostic call would change CUDA runs and never run on Trainium")
+    if qual == "torch.backends.cuda.matmul.allow_tf32":
+        read = next((n for n in ctx.walk(ctx.enclosing_function(assign) or ctx.tree)
+                     if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and ctx.qualname(n) == qual), None)
+        if read is not None:
+            return (f"the flag is read on line {read.lineno} (saved to be put back); the matmul precision it would "
+                    "become is set and restored as a pair or not at all")
+    return ""
+
+
 #: Values that can be the test of ``"high" if <value> else "highest"`` as they are written.
 _CHOOSABLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Compare, ast.UnaryOp)
 
@@ -136,6 +171,10 @@ class BackendFlags:
 
     def _plan_assignment(self, ctx, hit, assign: ast.Assign, qual: str):
         value = _bool(assign.value)
+        kept = _kept_mapping(ctx, assign, qual)
+        if kept:
+            ctx.note(hit, f"not rewritten: {kept}; {_HARMLESS}")
+            return None
         if qual == "torch.backends.cuda.matmul.allow_tf32":
             if value is None and not isinstance(assign.value, _CHOOSABLE):
                 ctx.note(hit, "not rewritten: the value is not a literal True/False or a plain expression; write "
