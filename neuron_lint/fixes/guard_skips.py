@@ -91,16 +91,21 @@ _CUDA_ONLY_SOFTWARE = re.compile(
 
 
 def skip_reason(skip: ast.Call) -> str:
-    values = list(skip.args[1:2]) + [k.value for k in skip.keywords if k.arg in ("reason", "msg")]
+    func = skip.func
+    first = 1 if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _SKIP_DECORATORS else 0
+    values = list(skip.args[first:first + 1]) + [k.value for k in skip.keywords if k.arg in ("reason", "msg")]
     for v in values:
         if isinstance(v, ast.Constant) and isinstance(v.value, str):
             return v.value
     return ""
 
 
+_SKIP_DECORATORS = ("skipIf", "skipUnless", "skipif")
+
+
 def is_skip(call: ast.Call) -> bool:
     func = call.func
-    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in ("skipIf", "skipUnless", "skipif")
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _SKIP_DECORATORS
 
 
 class _Reason(str):
@@ -124,3 +129,31 @@ def named_skip_elsewhere(ctx, skip: ast.Call) -> _Reason | None:
                     found.append((n, r))
         ctx.__dict__["_named_cuda_skips"] = found
     return next((r for n, r in found if n is not skip), None)
+
+
+#: Calls that end the test or the program where they stand (pytest's raise an exception).
+_STOPPING_CALLS = frozenset({"skip", "skipTest", "exit", "_exit", "fail"})
+
+
+def stops(stmt: ast.stmt) -> bool:
+    """Is ``stmt`` a call that does not return: ``pytest.skip(...)``, ``self.skipTest(...)``, ``sys.exit()``?"""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _STOPPING_CALLS
+
+
+def skip_statement(ctx, guard) -> ast.Call | None:
+    """The ``pytest.skip(...)`` (``self.skipTest(...)``) of ``if not torch.cuda.is_available(): ...``
+    holding ``guard``: a skip like a decorator's, or None."""
+    test = ctx.parent(guard)
+    stmt = ctx.parent(test) if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else None
+    if not (isinstance(stmt, ast.If) and stmt.test is test and stmt.body and stops(stmt.body[-1])):
+        return None
+    function = ctx.enclosing_function(stmt)
+    if function is None or not function.name.startswith("test"):  # a helper's skip decides other tests
+        return None
+    func = stmt.body[-1].value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return stmt.body[-1].value if name in ("skip", "skipTest") else None
+

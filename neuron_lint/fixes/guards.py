@@ -33,6 +33,8 @@ from .guard_skips import (
     raised_reason,
     skip_call,
     skip_reason,
+    skip_statement,
+    stops,
 )
 from .name_words import names_gpu, string_picks_gpu
 
@@ -72,7 +74,7 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
                 return None, ("the branch it takes without CUDA sets up the CPU path, which Trainium would then "
                               "skip; decide by hand what Trainium needs there")
             rest = list(parent.orelse)
-            if parent.body and isinstance(parent.body[-1], _TERMINATORS):
+            if parent.body and (isinstance(parent.body[-1], _TERMINATORS) or stops(parent.body[-1])):
                 block = ctx.block_of(parent) or []
                 i = next((j for j, s in enumerate(block) if s is parent), len(block))
                 rest += block[i + 1:]
@@ -251,7 +253,7 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if typed:
         return None, typed
     sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
-    skip = skip_call(ctx, call)
+    skip = skip_call(ctx, call) or skip_statement(ctx, call)
     if skip is not None and not sites:
         return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
                       "(a kernel, an extension, another module) is out of sight; decide by hand whether Trainium runs it")
