@@ -281,9 +281,17 @@ def test_no_fix_adds_a_line_past_the_line_length_even_in_a_file_that_has_long_li
     result = fix_text(src, "train.py", Settings())
     long_lines = [line for line in result.text.splitlines() if len(line) > 88]
     assert long_lines == [long_comment]  # the tight line is left as it was, with a note
-    assert tight in result.text and ".cuda()" not in result.text
+    # and so is the function's other placement: half moved to the accelerator, it would mix devices
+    # (InternImage's collect_results_gpu, set 41)
+    assert result.text == src and not result.applied
     (left,) = [f for f in result.remaining if f.code == "NRN202"]
     assert "88 characters" in left.fix_note
+    (tied,) = [f for f in result.remaining if f.code == "NRN201"]
+    assert "same function (line 7)" in tied.fix_note and "mixes devices" in tied.fix_note, tied.fix_note
+    # a placement in another function is not held back
+    other = src.replace("if __name__", "def other():\n    return torch.zeros(1).cuda()\n\n\nif __name__")
+    fixed = fix_text(other, "train.py", Settings()).text
+    assert "return torch.zeros(1).to(DEVICE)" in fixed and "    y = torch.ones(2).cuda()" in fixed
 
 
 def test_a_file_whose_code_already_passes_the_line_length_is_not_held_to_it():

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from ..catalog.loading import Catalog, load_catalog
 from ..config.settings import Settings
 from ..engine.pipeline import analyze_source
-from ..io.positions import LineIndex
+from ..io.positions import LineIndex, split_lines
 from ..model import Finding
 from .first_party import current_file
 from .line_length import DEFAULT_LINE_LENGTH, current_line_length
@@ -34,6 +34,7 @@ class TextFix:
     walked: bool = True  # whether the final text was walked (False: no rule can fire in it)
     rejected: list[Finding] = field(default_factory=list)  # fixes dropped: the result did not parse, or
     too_long: list[Finding] = field(default_factory=list)  # ... it made a line longer than the project allows
+    tied: dict[int, tuple] = field(default_factory=dict)  # ... or another placement of its function did
 
 
 def _identity(f: Finding, lines: LineIndex) -> tuple:
@@ -110,8 +111,20 @@ def _fix_text(text, path, settings, catalog, newline, line_length) -> TextFix:
         from .rewrite import forget
 
         forget()
-    long = {(f.code, f.message) for f in result.too_long}
-    result.remaining = [replace(f, fix_note=f"not rewritten: the line would grow past {line_length} characters "
+    final = split_lines(current)
+
+    def said(f: Finding) -> tuple:
+        return f.code, f.message, final[f.line - 1].strip() if 0 < f.line <= len(final) else ""
+
+    tied = {(f.code, f.message, result.tied[id(f)][0]): result.tied[id(f)][1]
+            for f in result.too_long if id(f) in result.tied}
+    long = {(f.code, f.message) for f in result.too_long if id(f) not in result.tied}
+    result.remaining = [f if f.fix is None else
+                        replace(f, fix_note=f"not rewritten: a device placement of the same function (line "
+                                            f"{tied[said(f)]}) would grow past {line_length} characters, and "
+                                            "a function half moved to the accelerator mixes devices; rewrite "
+                                            "them together by hand") if said(f) in tied else
+                        replace(f, fix_note=f"not rewritten: the line would grow past {line_length} characters "
                                             "(the project's line length); rewrite it by hand")
-                        if (f.code, f.message) in long and f.fix is not None else f for f in findings]
+                        if (f.code, f.message) in long else f for f in findings]
     return result

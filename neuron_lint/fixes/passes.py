@@ -32,6 +32,8 @@ class Dropped:
     """What a pass left out, and why."""
     rejected: list[Finding] = field(default_factory=list)  # fixes dropped: the result did not parse, or
     too_long: list[Finding] = field(default_factory=list)  # ... it made a line longer than the project allows
+    tied: dict[int, tuple] = field(default_factory=dict)  # id of a placement kept with one too long -> (its
+    # line's text, the line of the one too long)
 
 
 def applicable(finding: Finding, settings: Settings) -> bool:
@@ -81,6 +83,7 @@ def one_pass(current: str, wanted: list[Finding], settings: Settings, newline: s
         if not alone:
             result.rejected.extend(attempt.rejected)
             result.too_long.extend(attempt.too_long)
+            result.tied.update(attempt.tied)
             return new, used
         skip += alone  # not rejected: retried on the next pass, when what they decide may be fixed
 
@@ -138,11 +141,45 @@ def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: 
             more, kept = apply(applied + safe)
             if len(kept) == len(applied) + len(safe) and fits(more):
                 candidate, applied = more, kept
+        tied = _tied_placements(current, path, [f for f in used if f not in applied], applied)
+        if tied:  # a function half moved to the accelerator mixes devices: none of its placements go
+            keep = [f for f in applied if id(f) not in tied]
+            more, kept = apply(keep) if keep else (current, [])
+            if len(kept) == len(keep) and fits(more):
+                candidate, applied = more, kept
+                result.tied.update(tied)
         too_long = [f for f in used if f not in applied]
         result.rejected.extend(too_long)
         result.too_long.extend(too_long)
         new, used = candidate, list(applied)
     return new, used
+
+
+#: Fixes that decide where tensors and modules live (`.cuda()`, a CUDA device).
+_PLACEMENTS = ("NRN201", "NRN202")
+
+
+def _tied_placements(current: str, path: str, dropped: list[Finding], applied: list[Finding]) -> dict[int, tuple]:
+    """The applied placements in a function where a placement was dropped for the line length, each
+    with the line of one dropped (InternImage's ``collect_results_gpu``: two of its three
+    ``device='cuda'`` moved, the third too long, and the copy between them mixed devices)."""
+    left = [f for f in dropped if f.code in _PLACEMENTS]
+    moved = [f for f in applied if f.code in _PLACEMENTS]
+    if not (left and moved):
+        return []
+    import ast
+
+    functions = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(parse(current, path))
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def innermost(line: int):
+        around = [span for span in functions if span[0] <= line <= span[1]]
+        return max(around) if around else None
+
+    held = {innermost(f.line): f.line for f in left}
+    held.pop(None, None)
+    lines = split_lines(current)
+    return {id(f): (lines[f.line - 1].strip(), held[innermost(f.line)]) for f in moved if innermost(f.line) in held}
 
 
 def _grown(current: str, new: str, limit: int) -> set[int]:
