@@ -1442,3 +1442,28 @@ def test_cuda_of_an_object_a_project_class_loads_is_kept_however_it_is_reached(t
     fixed = fix_all(src, str(tmp_path / "train.py"))
     assert "self.reader.cuda()" in fixed and "        model.cuda()" in fixed
     assert "net = torch.nn.Linear(2, 2).to(" in fixed
+
+
+FAKED_GPU = """
+    import pytest
+    import torch as th
+
+
+    def test_warn_ppo_gpu(model_factory):
+        model = model_factory()
+        # Pretend to be on the GPU
+        model.device = th.device("cuda")
+        with pytest.warns(UserWarning, match="You are trying to run PPO on the GPU"):
+            model._maybe_recommend_cpu()
+        return th.zeros(2, device="cuda")
+"""
+
+
+def test_a_device_a_test_sets_on_an_object_to_pretend_it_is_on_a_gpu_stays_cudas():
+    # stable-baselines3's test_run.py (set 41): with the current device, a CPU-only host no longer
+    # pretended, the warning was not raised and the test failed; the tensor it makes still moves
+    fixed = fix_all(FAKED_GPU, "tests/test_run.py")
+    assert 'model.device = th.device("cuda")' in fixed and 'device="cuda")' not in fixed, fixed
+    assert any("pretends to be on a GPU" in n for n in notes(FAKED_GPU, "tests/test_run.py", select=("NRN2",)))
+    # outside the tests, such an assignment is the program's device and moves
+    assert 'model.device = th.device("cuda")' not in fix_all(FAKED_GPU, "train.py")

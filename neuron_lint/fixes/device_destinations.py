@@ -27,7 +27,12 @@ _AMP = ("GradScaler", "autocast")
 #: Runtimes other than PyTorch whose calls take a device by name and know CUDA's, not Neuron's
 #: (OpenVoice's ``WhisperModel(model_size, device="cuda")`` is faster-whisper's, on CTranslate2).
 _OTHER_RUNTIMES = frozenset({"faster_whisper", "ctranslate2", "onnxruntime", "tensorflow", "jax", "paddle",
-                             "mxnet", "cupy", "llama_cpp", "whisperx"})
+                             "mxnet", "cupy", "llama_cpp", "whisperx",
+                             # PyTorch's, but placing their inputs for the CPU or CUDA only: OpenMMLab's
+                             # `init_detector(cfg, ckpt, device=...)` then `inference_detector` moves the
+                             # batch only to a CUDA model (InternImage, set 41); Isaac Gym simulates there
+                             "mmdet", "mmseg", "mmdet3d", "mmpose", "mmrotate", "mmocr", "mmaction",
+                             "isaacgym", "isaacgymenvs"})
 
 
 def other_runtime_call(ctx, node) -> str:
@@ -37,6 +42,12 @@ def other_runtime_call(ctx, node) -> str:
     call = ctx.parent(node)
     if isinstance(call, ast.keyword):
         call = ctx.parent(call)
+    option = _option_dest(call, node)
+    if option:  # `parser.add_argument("--device", default="cuda:0")`, then `init_detector(..., args.device)`
+        return next((callee for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
+                     and any(isinstance(a, ast.Attribute) and a.attr == option
+                             for a in (*n.args, *(k.value for k in n.keywords)))
+                     for callee in [_runtime_callee(ctx, n)] if callee), "")
     if isinstance(call, ast.Assign) and call.value is node and len(call.targets) == 1:
         held = ctx.segment(call.targets[0])
         scope = ctx.enclosing_function(node) or ctx.tree
@@ -46,6 +57,18 @@ def other_runtime_call(ctx, node) -> str:
     if not isinstance(call, ast.Call) or node is call.func:
         return ""
     return _runtime_callee(ctx, call)
+
+
+def _option_dest(call, node) -> str:
+    """The destination of the command-line option whose ``default=`` is ``node`` (``--device`` ->
+    ``device``), or ``""``."""
+    if not (isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "add_argument"
+            and any(k.arg == "default" and k.value is node for k in call.keywords)):
+        return ""
+    dest = next((k.value.value for k in call.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None)
+    flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    dest = dest or next((f.lstrip("-") for f in flags if f.startswith("--")), flags[0] if flags else "")
+    return dest.replace("-", "_") if isinstance(dest, str) else ""
 
 
 def _runtime_callee(ctx, call: ast.Call) -> str:

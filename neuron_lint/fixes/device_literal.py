@@ -216,12 +216,16 @@ def _kept_literal(ctx, node) -> str:
                 "CUDA-only (NRN204)")
     other = other_runtime_call(ctx, node)
     if other:
-        return (f"it goes to `{other}`, which is not PyTorch: its devices are its own (`cpu`, `cuda`, ...), "
-                "and it would be handed `neuron` on Trainium. Choose its device by hand")
+        return (f"it goes to `{other}`, which knows its own devices only (`cpu`, `cuda`, ...), not PyTorch's "
+                "accelerators, and it would be handed `neuron` on Trainium. Choose its device by hand")
     choices = _listed_choice(ctx, node)
     if choices is not None:
         return (f"the option only accepts `{short(ctx, choices)}`; with the current device as its default, "
                 "`--device neuron` would still be refused. Add the device to the choices, then the default")
+    faked = _faked_device(ctx, node)
+    if faked is not None:
+        return (f"the test sets `{ctx.segment(faked)}` to CUDA's device without moving anything: it pretends "
+                "to be on a GPU, and what follows is checked for that")
     pinned = _pinned_to_cuda(ctx, node)
     if pinned is not None:
         return (f"the test pins the device to CUDA (`{short(ctx, pinned.func)}(..., \"cuda\")`, line "
@@ -324,6 +328,20 @@ def _listed_choice(ctx, node) -> ast.AST | None:
                                       and n.value.split(":")[0] == "cuda" for n in ast.walk(k.value)):
             return k.value
     return None
+
+
+def _faked_device(ctx, node) -> ast.Attribute | None:
+    """In a test module, the attribute of another object that ``node`` (or ``torch.device(node)``) is
+    assigned to: stable-baselines3's ``model.device = th.device("cuda")  # Pretend to be on the GPU``."""
+    value, parent = node, ctx.parent(node)
+    if isinstance(parent, ast.Call) and ctx.qualname(parent.func) == "torch.device" and parent.args == [node]:
+        value, parent = parent, ctx.parent(parent)
+    if not (is_test_file(ctx) and isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1):
+        return None
+    target = parent.targets[0]
+    ok = (isinstance(target, ast.Attribute) and "device" in target.attr
+          and not (isinstance(target.value, ast.Name) and target.value.id in ("self", "cls")))
+    return target if ok else None
 
 
 _PATCHERS = frozenset({"setattr", "patch", "object", "dict", "setenv", "setitem"})

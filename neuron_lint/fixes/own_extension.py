@@ -329,7 +329,9 @@ def _read(path: str) -> bytes:
 #: module using bitsandbytes gets no CUDA rewrite at all: :func:`.withheld.uses_bitsandbytes`.)
 _CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torch_sparse", "torch_cluster",
                                  "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops",
-                                 "mmdet", "mmdet3d", "mmrotate", "torchsummary"})
+                                 "mmdet", "mmdet3d", "mmrotate", "torchsummary",
+                                 # Isaac Gym simulates on CUDA or the CPU (cleanrl's PPO, set 41)
+                                 "isaacgym", "isaacgymenvs"})
 
 
 def operator_library(ctx) -> str:
