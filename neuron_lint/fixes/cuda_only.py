@@ -412,12 +412,11 @@ def _required_library(ctx) -> tuple[str, int] | None:
 
 
 def _imported_root(stmt: ast.stmt) -> str:
-    """The top package an ``import`` or absolute ``from ... import`` statement names first, or ``""``."""
-    if isinstance(stmt, ast.Import):
-        return stmt.names[0].name.split(".")[0]
-    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-        return stmt.module.split(".")[0]
-    return ""
+    """The top package an ``import`` or absolute ``from ... import`` statement names first (its
+    ``tensorrt`` backend: mmdeploy's ``TRTWrapper``, InternImage's export check), or ``""``."""
+    name = stmt.names[0].name if isinstance(stmt, ast.Import) else stmt.module if (
+        isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module) else ""
+    return "tensorrt" if "tensorrt" in name.split(".")[1:] else name.split(".")[0]
 
 
 def _runtime_branch(ctx, node: ast.AST) -> ast.Import | ast.ImportFrom | None:

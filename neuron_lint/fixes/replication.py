@@ -1,9 +1,11 @@
-"""The project's own functions that replicate a model over CUDA devices with DataParallel's pieces
-(``torch.nn.parallel.replicate``, ``scatter``, ``parallel_apply``, ``gather``), as Real-Time-Voice-
-Cloning's ``data_parallel_workaround`` does: a module calling one counts its GPUs for it, and that
-count stays CUDA's (on Trainium the replication never runs; a rewritten count only raised there).
+"""Models replicated over CUDA devices, whose device code stays CUDA's: a ``torch.cuda.device_count()``
+that decides a ``DataParallel`` (:func:`data_parallel_count`), the project's own functions made of
+DataParallel's pieces (``torch.nn.parallel.replicate``, ``scatter``, ``parallel_apply``, ``gather``), as
+Real-Time-Voice-Cloning's ``data_parallel_workaround`` is (:func:`replicating_call`: on Trainium the
+replication never runs; a rewritten count only raised there), and mmcv's wrappers, which scatter their
+inputs to CUDA devices (:func:`mmcv_wrapper`).
 
-The function is found where the module imports it from, a file of the project (``from
+The project's function is found where the module imports it from, a file of the project (``from
 synthesizer.utils import data_parallel_workaround``, or a relative import), read once per file.
 """
 
@@ -74,3 +76,49 @@ def _replicating_functions(path: str, mtime_ns: int, size: int) -> frozenset[str
                 for n in ast.walk(fn)):
             found.add(fn.name)
     return frozenset(found)
+
+
+_DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                            "torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.DataParallel"})
+
+
+def data_parallel_count(ctx, node: ast.AST) -> str:
+    """``DataParallel`` as the module writes it, when ``node`` holds a ``torch.cuda.device_count()``
+    and the module builds a ``DataParallel`` (LoRA's scripts: ``args.n_gpu =
+    torch.cuda.device_count()``, later ``if args.n_gpu > 1: model = torch.nn.DataParallel(model)``),
+    else ``""``. The count decides the wrapping wherever it is stored, so it stays CUDA's."""
+    if not any(isinstance(n, ast.Attribute) and ctx.qualname(n) == "torch.cuda.device_count" for n in ast.walk(node)):
+        return ""
+    found = ctx.__dict__.get("_nrn_data_parallel")
+    if found is None:
+        found = ""
+        if "DataParallel" in ctx.text or "data_parallel" in ctx.text:
+            found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
+                          and ctx.qualname(n.func) in _DATA_PARALLEL), "")
+        if not found:  # the project's own function made of DataParallel's pieces
+            found = replicating_call(ctx)
+        ctx.__dict__["_nrn_data_parallel"] = found
+    return found
+
+
+#: mmcv 1.x's model wrappers: their ``scatter`` sends inputs to CUDA devices (``output.cuda(device)``
+#: under ``torch.cuda.device`` and a ``torch.cuda.Stream``), whatever device the model is on.
+_MMCV_WRAPPERS = frozenset({"MMDistributedDataParallel", "MMDataParallel"})
+
+
+def mmcv_wrapper(ctx, node: ast.AST) -> str:
+    """``MMDistributedDataParallel`` (``MMDataParallel``) when ``node`` is inside the arguments of a
+    call building one (InternImage's ``MMDistributedDataParallel(model.cuda(), device_ids=[
+    torch.cuda.current_device()])``), else ``""``."""
+    if "MMD" not in ctx.text and "MMDataParallel" not in ctx.text:
+        return ""
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, ast.Call) and child is not p.func:
+            name = p.func.attr if isinstance(p.func, ast.Attribute) else getattr(p.func, "id", "")
+            if name in _MMCV_WRAPPERS:
+                return name
+        if isinstance(p, ast.stmt):
+            return ""
+        child = p
+    return ""

@@ -33,6 +33,7 @@ from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
 from .module_kind import child_visible_devices, is_str, is_test_path, module_level, torch_imported_after
 from .own_extension import operator_library, own_extension
+from .replication import data_parallel_count, mmcv_wrapper
 
 
 def withheld(ctx, hit, node: ast.AST) -> str:
@@ -120,6 +121,10 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
                 "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
                 "neuron tensors would reach those operators")
+    wrapper = mmcv_wrapper(ctx, node)
+    if wrapper:
+        return (f"not rewritten: it goes into `{wrapper}`, mmcv's wrapper, which scatters its inputs to CUDA "
+                "devices with CUDA's own streams; the model must stay where those inputs go")
     parallel = data_parallel_count(ctx, node)
     if parallel:
         return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
@@ -277,31 +282,6 @@ def cuda_class(ctx, node: ast.AST) -> str:
             return f"{p.name}.{method}"
         method = p.name if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name == "cuda" else ""
     return ""
-
-
-_DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
-                            "torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.DataParallel"})
-
-
-def data_parallel_count(ctx, node: ast.AST) -> str:
-    """``DataParallel`` as the module writes it, when ``node`` holds a ``torch.cuda.device_count()``
-    and the module builds a ``DataParallel`` (LoRA's scripts: ``args.n_gpu =
-    torch.cuda.device_count()``, later ``if args.n_gpu > 1: model = torch.nn.DataParallel(model)``),
-    else ``""``. The count decides the wrapping wherever it is stored, so it stays CUDA's."""
-    if not any(isinstance(n, ast.Attribute) and ctx.qualname(n) == "torch.cuda.device_count" for n in ast.walk(node)):
-        return ""
-    found = ctx.__dict__.get("_nrn_data_parallel")
-    if found is None:
-        found = ""
-        if "DataParallel" in ctx.text or "data_parallel" in ctx.text:
-            found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
-                          and ctx.qualname(n.func) in _DATA_PARALLEL), "")
-        if not found:  # the project's own function made of DataParallel's pieces
-            from .replication import replicating_call
-
-            found = replicating_call(ctx)
-        ctx.__dict__["_nrn_data_parallel"] = found
-    return found
 
 
 def _dispatch_note(line: int, device: str) -> str:
