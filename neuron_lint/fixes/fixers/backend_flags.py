@@ -113,7 +113,12 @@ def _cuda_flag(ctx, stmt) -> ast.If | None:
             return None
         if isinstance(p, ast.If) and any(s is stmt or stmt in ast.walk(s) for s in p.body):
             text = ctx.segment(p.test).lower()
-            if "cuda" in text and "is_available" not in text and "device_count" not in text:
+            # a name of the program's (`using_cuda`, `args.cuda`), not torch's (`torch.version.cuda`)
+            # nor a string (`hasattr(torch.backends, "cuda")`, diffusers' tests)
+            named = any("cuda" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
+                        and not (ctx.qualname(n) or "").startswith("torch.")
+                        for n in ast.walk(p.test) if isinstance(n, (ast.Name, ast.Attribute)))
+            if named and "is_available" not in text and "device_count" not in text:
                 return p
     return None
 
