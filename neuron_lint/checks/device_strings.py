@@ -67,14 +67,19 @@ def device_string_assignment(model: SemanticModel, node: ast.AST) -> Iterable[tu
                 yield found, text
 
 
+#: The CUDA device strings ``.format(i)`` and ``% i`` build ("cuda:N"; hifi-gan's ``"cuda:{:d}"``).
+CUDA_FORMATS = ("cuda:{}", "cuda:{0}", "cuda:{:d}", "cuda:{0:d}")
+CUDA_PERCENTS = ("cuda:%d", "cuda:%s", "cuda:%i")
+
+
 def _cuda_format_string(node: ast.AST) -> bool:
     """``"cuda:{}".format(i)`` or ``"cuda:%d" % i``: a CUDA device string with a run-time index."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
         base = node.func.value
-        return isinstance(base, ast.Constant) and isinstance(base.value, str) and base.value in ("cuda:{}", "cuda:{0}")
+        return isinstance(base, ast.Constant) and isinstance(base.value, str) and base.value in CUDA_FORMATS
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         left = node.left
-        return isinstance(left, ast.Constant) and isinstance(left.value, str) and left.value in ("cuda:%d", "cuda:%s", "cuda:%i")
+        return isinstance(left, ast.Constant) and isinstance(left.value, str) and left.value in CUDA_PERCENTS
     return False
 
 

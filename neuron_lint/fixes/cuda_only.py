@@ -8,7 +8,7 @@ import ast
 import fnmatch
 import functools
 
-from ..engine.parameters import parameter_defaults
+from .process_group import gloo_group
 
 #: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the
 #: methods of a project's subclass of one of their classes.
@@ -254,31 +254,6 @@ def _plain_bitsandbytes_imports(ctx) -> list:
             continue
         found.append(next((p for p in around if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None))
     return found
-
-
-def gloo_group(ctx) -> int:
-    """The line of the module's ``init_process_group("gloo")`` (``backend="gloo"``) when that is the
-    only backend it gives a process group and it wraps a model in DDP, or 0. RVC's ``train.py``
-    trains on every GPU it counts inside a gloo group, which carries CPU and CUDA tensors only.
-    (pytorch/examples' DDP example takes gloo on Windows only; its RPC parameter server sends
-    gradients over RPC from the CPU: neither is held.)"""
-    if "gloo" not in ctx.text or "DistributedDataParallel" not in ctx.text and "DDP" not in ctx.text:
-        return 0
-    line, ddp = 0, False
-    for n in ctx.walk(ctx.tree):
-        if not isinstance(n, ast.Call):
-            continue
-        name = getattr(n.func, "attr", getattr(n.func, "id", ""))
-        if name == "init_process_group":
-            backend = next((k.value for k in n.keywords if k.arg == "backend"), n.args[0] if n.args else None)
-            if isinstance(backend, ast.Name):  # a parameter whose default is "gloo" (captum's init_process)
-                args = getattr(ctx.enclosing_function(n), "args", None)
-                backend = next((d for p, d in parameter_defaults(args) if p.arg == backend.id), None) if args else None
-            if not (isinstance(backend, ast.Constant) and backend.value == "gloo"):
-                return 0
-            line = line or n.lineno
-        ddp = ddp or (ctx.qualname(n.func) or name).rsplit(".", 1)[-1] in ("DistributedDataParallel", "DDP")
-    return line if ddp else 0
 
 
 #: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.

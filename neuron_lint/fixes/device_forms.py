@@ -14,13 +14,13 @@ import re
 import sys
 import tokenize
 
+from ..checks.device_strings import CUDA_FORMATS, CUDA_PERCENTS
 from .decline import Decline
 
 #: ``"cuda"``, ``"cuda:3"``
 _INDEXED = re.compile(r"^cuda:(\d+)$")
 #: the device strings ``.format(i)`` and ``% i`` may build: "cuda:N"
-_FORMATS = ("cuda:{}", "cuda:{0}")
-_PERCENTS = ("cuda:%d", "cuda:%s", "cuda:%i")
+_FORMATS, _PERCENTS = CUDA_FORMATS, CUDA_PERCENTS
 
 
 def is_cuda_value(value) -> bool:

@@ -1,0 +1,54 @@
+"""The process group a module makes, where it decides what a fix may do with the module's devices.
+
+A gloo group carries CPU and CUDA tensors only: a module that trains inside one (RVC's DDP, cleanrl's
+gradients summed with ``dist.all_reduce``) keeps its device choices, or Trainium would hand neuron
+tensors to gloo.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..engine.parameters import parameter_defaults
+
+#: What a module does over its process group with the tensors on its devices.
+_COLLECTIVES = ("DistributedDataParallel", "DDP", "all_reduce", "all_gather", "reduce_scatter")
+
+
+def gloo_group(ctx) -> int:
+    """The line of the module's ``init_process_group("gloo")`` (``backend="gloo"``, a parameter or an
+    option defaulting to it) when that is the only backend it gives a process group and it wraps a
+    model in DDP or sums tensors over the group, or 0. RVC's ``train.py`` trains on every GPU it counts
+    inside a gloo group. (pytorch/examples' DDP example takes gloo on Windows only; its RPC parameter
+    server sends gradients over RPC from the CPU: neither is held.)"""
+    if "gloo" not in ctx.text or not any(word in ctx.text for word in _COLLECTIVES):
+        return 0
+    line, ddp = 0, False
+    for n in ctx.walk(ctx.tree):
+        if not isinstance(n, ast.Call):
+            continue
+        name = getattr(n.func, "attr", getattr(n.func, "id", ""))
+        if name == "init_process_group":
+            backend = next((k.value for k in n.keywords if k.arg == "backend"), n.args[0] if n.args else None)
+            if isinstance(backend, ast.Name):  # a parameter whose default is "gloo" (captum's init_process)
+                args = getattr(ctx.enclosing_function(n), "args", None)
+                backend = next((d for p, d in parameter_defaults(args) if p.arg == backend.id), None) if args else None
+            elif isinstance(backend, ast.Attribute):  # cleanrl's `args.backend`, an option defaulting to "gloo"
+                backend = _option_default(ctx, backend.attr)
+            if not (isinstance(backend, ast.Constant) and backend.value == "gloo"):
+                return 0
+            line = line or n.lineno
+        ddp = ddp or (ctx.qualname(n.func) or name).rsplit(".", 1)[-1] in _COLLECTIVES
+    return line if ddp else 0
+
+
+def _option_default(ctx, name: str) -> ast.expr | None:
+    """The default of the module's option ``name``: a field of its options class (``backend: str =
+    "gloo"``, tyro's and dataclasses') or ``add_argument("--backend", default="gloo")``."""
+    for n in ctx.walk(ctx.tree):
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == name and n.value:
+            return n.value
+        if (isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "add_argument" and n.args
+                and isinstance(n.args[0], ast.Constant) and n.args[0].value == f"--{name}"):
+            return next((k.value for k in n.keywords if k.arg == "default"), None)
+    return None
