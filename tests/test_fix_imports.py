@@ -196,20 +196,24 @@ def _ruff_import_errors(path, root) -> str:
     ("import os\n\nfrom elsewhere import CN\n", "import os\n\nimport torch\nfrom elsewhere import CN\n"),
 ])
 def test_the_added_import_of_torch_goes_before_the_projects_own_modules(tmp_path, head, expected):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "mypkg").mkdir()
-    (tmp_path / "mypkg" / "__init__.py").write_text("")
-    (tmp_path / "mypkg" / "config.py").write_text("CN = object\n")
     (tmp_path / "tools").mkdir()
-    src = head + "\n\ndef f(x):\n    return x.cuda()\n"
-    path = tmp_path / "tools" / "train.py"
+    _fixed_in_a_project(tmp_path, "tools/train.py", head + "\n\ndef f(x):\n    return x.cuda()\n", "NRN201", expected)
+
+
+def _fixed_in_a_project(root, name: str, src: str, code: str, expected: str) -> None:
+    """Fix ``src`` as ``name`` in a project whose own package is ``mypkg``: the result starts with
+    ``expected``, and ruff's isort finds nothing wrong before or after."""
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "mypkg").mkdir(exist_ok=True)
+    (root / "mypkg" / "__init__.py").write_text("")
+    (root / "mypkg" / "config.py").write_text("CN = object\n")
+    path = root / name
     path.write_text(src)
-    assert _ruff_import_errors(path, tmp_path) == ""
-    fixed = fix_text(src, str(path), Settings(select=("NRN201",))).text
+    assert _ruff_import_errors(path, root) == ""
+    fixed = fix_text(src, str(path), Settings(select=(code,))).text
     assert fixed.startswith(expected), fixed
     path.write_text(fixed)
-    assert _ruff_import_errors(path, tmp_path) == ""
-
+    assert _ruff_import_errors(path, root) == ""
 
 
 @pytest.mark.parametrize("head,expected", [
@@ -225,19 +229,9 @@ def test_the_added_import_of_torch_goes_before_the_projects_own_modules(tmp_path
     ("import os\n\nimport torch\n", "import os\n\nimport torch\nfrom torch.nn.attention import SDPBackend, sdpa_kernel\n"),
 ])
 def test_an_added_from_import_of_torch_goes_where_isort_wants_it(tmp_path, head, expected):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "mypkg").mkdir()
-    (tmp_path / "mypkg" / "__init__.py").write_text("")
-    (tmp_path / "mypkg" / "config.py").write_text("CN = object\n")
     src = head + ("\n\ndef f(flash):\n    with torch.backends.cuda.sdp_kernel(enable_flash=False):\n"
                   "        return flash\n")
-    path = tmp_path / "mypkg" / "evaluate.py"
-    path.write_text(src)
-    assert _ruff_import_errors(path, tmp_path) == ""
-    fixed = fix_text(src, str(path), Settings(select=("NRN209",))).text
-    assert fixed.startswith(expected), fixed
-    path.write_text(fixed)
-    assert _ruff_import_errors(path, tmp_path) == ""
+    _fixed_in_a_project(tmp_path, "mypkg/evaluate.py", src, "NRN209", expected)
 
 
 COLLECT_ENV = '''\

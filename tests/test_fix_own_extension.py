@@ -209,17 +209,24 @@ def test_modules_around_an_extension_built_by_name_keep_their_cuda(tmp_path):
     assert ".to(DEVICE)" in fix_text(other, str(tmp_path / "train.py"), settings).text
 
 
+def _installed_subproject(root, folder: str, package: str, importer: str):
+    """A repository (``root``) with ``folder/setup.py`` building ``package``'s CUDA operators, and
+    ``importer`` (a path below ``root``) importing the package: the subproject's folder."""
+    (root / ".git").mkdir()
+    sub = root / folder
+    (sub / package).mkdir(parents=True)
+    (sub / "setup.py").write_text(EXT_SETUP.format(name=f"{package}._C"))
+    (sub / package / "__init__.py").write_text("")
+    (root / importer).parent.mkdir(parents=True, exist_ok=True)
+    (root / importer).write_text(f"from {package} import Something\n")
+    return sub
+
+
 def test_a_subproject_the_project_installs_keeps_the_device_choice_and_rank_maps_are_rewritten(tmp_path):
     """stable-fast-3d (set 22): texture_baker/setup.py builds operators with CPU, CUDA and MPS kernels,
     and sf3d imports the package. `get_device()` keeps its CUDA test and the "cuda" it picks; a rank
     taken modulo the device count (GLIP's SLURM setup) decides no path and is rewritten."""
-    (tmp_path / ".git").mkdir()
-    baker = tmp_path / "texture_baker"
-    (baker / "texture_baker").mkdir(parents=True)
-    (baker / "setup.py").write_text(EXT_SETUP.format(name="texture_baker._C"))
-    (baker / "texture_baker" / "__init__.py").write_text("")
-    (tmp_path / "sf3d").mkdir()
-    (tmp_path / "sf3d" / "system.py").write_text("from texture_baker import TextureBaker\n")
+    baker = _installed_subproject(tmp_path, "texture_baker", "texture_baker", "sf3d/system.py")
     utils = (
         "import torch\n\n\ndef get_device():\n    device = 'cpu'\n    if torch.cuda.is_available():\n"
         "        device = 'cuda'\n    return device\n\n\n"
@@ -333,14 +340,8 @@ def test_an_installed_subprojects_operators_are_those_of_the_folder_importing_it
     seginw/ script; train/train.py never reaches them. Its guards used to stay for those operators
     while the `--device` default moved to the accelerator: on Trainium the model went to `neuron` and
     the batches stayed on the CPU."""
-    (tmp_path / ".git").mkdir()
-    sub = tmp_path / "sam-hq2"
-    (sub / "sam2").mkdir(parents=True)
-    (sub / "setup.py").write_text(EXT_SETUP.format(name="sam2._C"))
-    (sub / "sam2" / "__init__.py").write_text("")
-    (tmp_path / "seginw").mkdir()
+    _installed_subproject(tmp_path, "sam-hq2", "sam2", "seginw/eval_sam2.py")
     (tmp_path / "train").mkdir()
-    (tmp_path / "seginw" / "eval_sam2.py").write_text("from sam2 import build_sam\n")
     loop = ("import torch\n\n\ndef step(x):\n    if torch.cuda.is_available():\n        x = x.cuda()\n    return x\n\n\n"
             "if __name__ == \"__main__\":\n    step(torch.rand(2))\n")
     train, seginw = tmp_path / "train" / "train.py", tmp_path / "seginw" / "run.py"
