@@ -351,3 +351,40 @@ def test_an_installed_subprojects_operators_are_those_of_the_folder_importing_it
     assert "if torch.cuda.is_available():" in kept, kept
     notes = [f.fix_note for f in check_source(loop, str(seginw), SETTINGS)]
     assert any("sam-hq2/setup.py" in n for n in notes), notes
+
+
+SELECT_DEVICE = '''
+import os
+
+import torch
+
+
+def select_device(device=""):
+    device = str(device).lower().replace("cuda:", "")
+    if device in ("", "cpu", "mps"):
+        return torch.device(device or "cpu")
+    os.environ["CUDA_VISIBLE_DEVICES"] = device
+    if not torch.cuda.is_available():
+        raise ValueError(f"Invalid CUDA 'device={device}' requested.")
+    return torch.device("cuda:0")
+'''
+
+
+def test_a_package_choosing_its_device_with_a_cuda_only_select_device_keeps_its_cuda_code(tmp_path):
+    """MobileSAM's and FastSAM's copies of ultralytics (sets 38, 40): `select_device` raises for
+    `neuron`, so on Trainium the package runs on the CPU; its trainer's world size from
+    `torch.cuda.device_count()` became the NeuronCore count and launched DDP there."""
+    (tmp_path / ".git").mkdir()
+    package = tmp_path / "vendor" / "ultralytics"
+    (package / "utils").mkdir(parents=True)
+    (package / "engine").mkdir()
+    for folder in (package, package / "utils", package / "engine"):
+        (folder / "__init__.py").write_text("")
+    (package / "utils" / "torch_utils.py").write_text(SELECT_DEVICE)
+    trainer = "import torch\n\n\ndef world_size(device):\n    return torch.cuda.device_count() if device else 0\n"
+    path = str(package / "engine" / "trainer.py")
+    assert fix_text(trainer, path, Settings(select=("NRN2",), unsafe_fixes=True)).text == trainer
+    notes = [f.fix_note for f in check_source(trainer, path, SETTINGS)]
+    assert any("`select_device` (vendor/ultralytics/utils/torch_utils.py:7)" in n for n in notes), notes
+    # a script outside the package is the project's own and moves
+    assert "torch.accelerator.device_count()" in fix_text(trainer, str(tmp_path / "vendor" / "run.py"), SETTINGS).text

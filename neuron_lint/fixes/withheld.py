@@ -34,6 +34,7 @@ from .device_dispatch import dispatch_branch
 from .module_kind import child_visible_devices, is_str, is_test_path, module_level, torch_imported_after
 from .own_extension import operator_library, own_extension
 from .replication import data_parallel_count, mmcv_wrapper
+from .vendored_device import selecting_package
 
 
 def withheld(ctx, hit, node: ast.AST) -> str:
@@ -105,6 +106,9 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     if hit.rule.code == "NRN203" and _cuda_in_message(ctx, node):
         return ("not rewritten: it reports CUDA's state in the error being raised (FastSAM's `select_device`); "
                 "rewritten, the message would describe another device")
+    elsewhere = _decided_elsewhere(ctx, hit, node)
+    if elsewhere:
+        return elsewhere
     gate = hit.rule.category == "cuda-specific" and _gate(ctx, node)
     library = gate and operator_library(ctx)
     if library:
@@ -121,10 +125,6 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
                 "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
                 "neuron tensors would reach those operators")
-    wrapper = mmcv_wrapper(ctx, node)
-    if wrapper:
-        return (f"not rewritten: it goes into `{wrapper}`, mmcv's wrapper, which scatters its inputs to CUDA "
-                "devices with CUDA's own streams; the model must stay where those inputs go")
     parallel = data_parallel_count(ctx, node)
     if parallel:
         return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
@@ -134,6 +134,21 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     if fallback:
         return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
                 "uses; the device-agnostic APIs a fix writes may not exist there either")
+    return ""
+
+
+def _decided_elsewhere(ctx, hit, node: ast.AST) -> str:
+    """The note when code outside the module decides this site's device: mmcv's wrapper it goes
+    into, or the package's own CUDA-only ``select_device``; else ``""``."""
+    wrapper = mmcv_wrapper(ctx, node)
+    if wrapper:
+        return (f"not rewritten: it goes into `{wrapper}`, mmcv's wrapper, which scatters its inputs to CUDA "
+                "devices with CUDA's own streams; the model must stay where those inputs go")
+    chooser = hit.rule.category == "cuda-specific" and selecting_package(ctx.path)
+    if chooser:
+        return (f"not rewritten: this package chooses its device with its own `select_device` ({chooser}), "
+                "which knows the CPU, MPS and CUDA indices only and raises for `neuron`: on Trainium the package "
+                "runs on the CPU, and device-agnostic code here would disagree with it. Port `select_device` first")
     return ""
 
 
