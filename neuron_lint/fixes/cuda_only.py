@@ -389,9 +389,14 @@ def _required_library(ctx) -> tuple[str, int] | None:
 def _imported_root(stmt: ast.stmt) -> str:
     """The top package an ``import`` or absolute ``from ... import`` statement names first (its
     ``tensorrt`` backend: mmdeploy's ``TRTWrapper``, InternImage's export check), or ``""``."""
-    name = stmt.names[0].name if isinstance(stmt, ast.Import) else stmt.module if (
-        isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module) else ""
-    return "tensorrt" if "tensorrt" in name.split(".")[1:] else name.split(".")[0]
+    if isinstance(stmt, ast.Import):
+        name = stmt.names[0].name
+    elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+        name = stmt.module
+    else:
+        return ""
+    parts = name.split(".")
+    return "tensorrt" if "tensorrt" in parts[1:] else parts[0]
 
 
 def _runtime_branch(ctx, node: ast.AST) -> ast.Import | ast.ImportFrom | None:
@@ -399,14 +404,22 @@ def _runtime_branch(ctx, node: ast.AST) -> ast.Import | ast.ImportFrom | None:
     ``elif engine:  import tensorrt as trt ... device = torch.device("cuda:0")``; YOLOX's ``from
     torch2trt import TRTModule`` before the dummy input of its TensorRT model), or None."""
     child = node
+    blocks = ctx.__dict__.setdefault("_nrn_block_runtimes", {})  # read once per block: minified code
     for parent in ctx.ancestors(node):
         for name in ("body", "orelse", "finalbody"):
             block = getattr(parent, name, None)
-            if isinstance(block, list) and child in block:
-                for stmt in block[:block.index(child)]:  # or in a branch's `try` (FastSAM's AutoBackend)
-                    for imp in [stmt, *(stmt.body if isinstance(stmt, ast.Try) and parent is not ctx.tree else ())]:
-                        if _imported_root(imp) in _CUDA_RUNTIMES:
-                            return imp
+            if not isinstance(block, list):
+                continue
+            if id(block) not in blocks:  # or in a branch's `try` (FastSAM's AutoBackend)
+                blocks[id(block)] = ({id(s): i for i, s in enumerate(block)}, [
+                    (i, imp) for i, stmt in enumerate(block)
+                    for imp in [stmt, *(stmt.body if isinstance(stmt, ast.Try) and parent is not ctx.tree else ())]
+                    if _imported_root(imp) in _CUDA_RUNTIMES])
+            positions, runtimes = blocks[id(block)]
+            at = positions.get(id(child))
+            found = next((imp for i, imp in runtimes if i < at), None) if at is not None else None
+            if found is not None:
+                return found
         child = parent
     return None
 

@@ -144,7 +144,9 @@ def _decided_elsewhere(ctx, hit, node: ast.AST) -> str:
     if wrapper:
         return (f"not rewritten: it goes into `{wrapper}`, mmcv's wrapper, which scatters its inputs to CUDA "
                 "devices with CUDA's own streams; the model must stay where those inputs go")
-    chooser = hit.rule.category == "cuda-specific" and selecting_package(ctx.path)
+    if hit.rule.category == "cuda-specific" and "_nrn_chooser" not in ctx.__dict__:  # once per module
+        ctx.__dict__["_nrn_chooser"] = selecting_package(ctx.path)
+    chooser = hit.rule.category == "cuda-specific" and ctx.__dict__["_nrn_chooser"]
     if chooser:
         return (f"not rewritten: this package chooses its device with its own `select_device` ({chooser}), "
                 "which knows the CPU, MPS and CUDA indices only and raises for `neuron`: on Trainium the package "
