@@ -388,3 +388,11 @@ def test_a_package_choosing_its_device_with_a_cuda_only_select_device_keeps_its_
     assert any("`select_device` (vendor/ultralytics/utils/torch_utils.py:7)" in n for n in notes), notes
     # a script outside the package is the project's own and moves
     assert "torch.accelerator.device_count()" in fix_text(trainer, str(tmp_path / "vendor" / "run.py"), SETTINGS).text
+    # once `select_device` knows the accelerator, the package is ported like any other code
+    from neuron_lint.fixes import vendored_device
+
+    (package / "utils" / "torch_utils.py").write_text(SELECT_DEVICE.replace(
+        'if device in ("", "cpu", "mps"):', 'if device == "neuron":\n        return torch.device("neuron")\n'
+        '    if device in ("", "cpu", "mps"):'))
+    vendored_device._selecting_packages.cache_clear()
+    assert "torch.accelerator.device_count()" in fix_text(trainer, path, SETTINGS).text

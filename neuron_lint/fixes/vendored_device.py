@@ -28,6 +28,8 @@ def _selecting_packages(root: str) -> tuple[tuple[str, str], ...]:
         match = _DEFINED.search(data) if b"select_device" in data else None
         if not match or b"CUDA_VISIBLE_DEVICES" not in data or b"cuda.is_available" not in data:
             continue
+        if b"neuron" in data or b"accelerator" in data:  # ported already: it knows other devices
+            continue
         folder = top = os.path.dirname(os.path.abspath(file))
         if not os.path.isfile(os.path.join(folder, "__init__.py")):
             continue
