@@ -45,17 +45,17 @@ _GUARD_WORDS = re.compile(r"is_available|device|\.is_cuda\b")
 
 def _tests_the_device(ctx, node) -> bool:
     """Does the test ``node`` ask about the device (``torch.cuda.is_available()``, ``x.is_cuda``,
-    ``device.type == ...``, a flag set from an availability test: ``args.cuda = ... and
-    torch.cuda.is_available()``)? A flag of the user's options alone (OpenNMT's ``is_cuda = opt.gpu > -1``)
-    and ``torch.version.cuda`` (the build's CUDA) hold on a CPU-only host too."""
+    ``device.type == ...``, a flag set from an availability test)? A flag of the user's options
+    (OpenNMT's ``is_cuda = opt.gpu > -1``) and ``torch.version.cuda`` hold on a CPU-only host too."""
     text = ctx.segment(node).replace("version.cuda", "")
     if _GUARD_WORDS.search(text):
         return True
     flags = {ctx.segment(n) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
              and "cuda" in ctx.segment(n) and isinstance(getattr(n, "ctx", None), ast.Load)}
-    return bool(flags) and any(
-        isinstance(n, ast.Assign) and "is_available" in ctx.segment(n.value)
-        and any(ctx.segment(t) in flags for t in n.targets) for n in ctx.walk(ctx.tree))
+    if flags and "_nrn_flags" not in ctx.__dict__:  # once per module: the names set from an availability test
+        ctx.__dict__["_nrn_flags"] = {ctx.segment(t) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Assign)
+                                      and "is_available" in ctx.segment(n.value) for t in n.targets}
+    return bool(flags & ctx.__dict__.get("_nrn_flags", set()))
 
 
 def _guarded(ctx, node) -> bool:
