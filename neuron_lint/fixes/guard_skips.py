@@ -91,8 +91,7 @@ _CUDA_ONLY_SOFTWARE = re.compile(
 
 
 def skip_reason(skip: ast.Call) -> str:
-    func = skip.func
-    first = 1 if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _SKIP_DECORATORS else 0
+    first = 1 if _called(skip) in _SKIP_DECORATORS else 0
     values = list(skip.args[first:first + 1]) + [k.value for k in skip.keywords if k.arg in ("reason", "msg")]
     for v in values:
         if isinstance(v, ast.Constant) and isinstance(v.value, str):
@@ -104,8 +103,13 @@ _SKIP_DECORATORS = ("skipIf", "skipUnless", "skipif")
 
 
 def is_skip(call: ast.Call) -> bool:
+    return _called(call) in _SKIP_DECORATORS
+
+
+def _called(call: ast.Call) -> str:
+    """The last name of what ``call`` calls: ``skipIf`` of ``unittest.skipIf(...)``."""
     func = call.func
-    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _SKIP_DECORATORS
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 class _Reason(str):
@@ -137,10 +141,7 @@ _STOPPING_CALLS = frozenset({"skip", "skipTest", "exit", "_exit", "fail"})
 
 def stops(stmt: ast.stmt) -> bool:
     """Is ``stmt`` a call that does not return: ``pytest.skip(...)``, ``self.skipTest(...)``, ``sys.exit()``?"""
-    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-        return False
-    func = stmt.value.func
-    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _STOPPING_CALLS
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _called(stmt.value) in _STOPPING_CALLS
 
 
 def skip_statement(ctx, guard) -> ast.Call | None:
@@ -153,7 +154,6 @@ def skip_statement(ctx, guard) -> ast.Call | None:
     function = ctx.enclosing_function(stmt)
     if function is None or not function.name.startswith("test"):  # a helper's skip decides other tests
         return None
-    func = stmt.body[-1].value.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    return stmt.body[-1].value if name in ("skip", "skipTest") else None
+    call = stmt.body[-1].value
+    return call if _called(call) in ("skip", "skipTest") else None
 
