@@ -6,7 +6,9 @@ import stat
 
 import pytest
 
+from neuron_lint.catalog.loading import load_catalog
 from neuron_lint.config.settings import Settings
+from neuron_lint.engine.pipeline import analyze_source
 from neuron_lint.fixes import files as fixing
 from neuron_lint.fixes.apply import fix_text
 from neuron_lint.fixes.files import fix_file
@@ -288,6 +290,11 @@ def test_no_fix_adds_a_line_past_the_line_length_even_in_a_file_that_has_long_li
     assert "88 characters" in left.fix_note
     (tied,) = [f for f in result.remaining if f.code == "NRN201"]
     assert "same function (line 7)" in tied.fix_note and "mixes devices" in tied.fix_note, tied.fix_note
+    # what `fix` leaves is no longer offered as fixable (`[*]`), and `check` says the same, with the same reasons
+    assert left.fix is None and tied.fix is None
+    offered = analyze_source(src, "train.py", Settings(fix_edits=True), load_catalog())[0]
+    assert {(f.code, f.fix, f.fix_note) for f in offered if f.code in ("NRN201", "NRN202")} == {
+        (f.code, None, f.fix_note) for f in (left, tied)}
     # a placement in another function is not held back
     other = src.replace("if __name__", "def other():\n    return torch.zeros(1).cuda()\n\n\nif __name__")
     fixed = fix_text(other, "train.py", Settings()).text

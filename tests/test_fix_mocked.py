@@ -70,3 +70,34 @@ def test_a_function_the_tests_do_not_use_is_rewritten(tmp_path):
     fixed = fix_text(library, path, SETTINGS).text
     assert "if torch.cuda.is_available():" in fixed
     assert "def other():\n    print(torch.accelerator.device_count())" in fixed
+
+
+WRAPPER = (
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+    "def wrap(model, local_rank, backend):\n"
+    "    if backend == \"nccl\":\n"
+    "        return DDP(model, device_ids=[local_rank], output_device=local_rank)\n"
+    "    return DDP(model)\n"
+)
+
+
+def test_a_call_the_tests_replace_by_its_dotted_name_keeps_its_arguments(tmp_path):
+    # distributed_shampoo (modded-nanogpt, set 44): the tests patch the module's `DDP` and assert the
+    # arguments it gets; `device_ids=[...] if ... else None` without `output_device` failed them everywhere
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pkg").mkdir()
+    path = tmp_path / "pkg" / "parallelism.py"
+    path.write_text(WRAPPER)
+    settings = Settings(select=("NRN206",))
+    assert "device_ids=[local_rank] if torch.accelerator" in fix_text(WRAPPER, str(path), settings).text  # no test
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_parallelism.py").write_text(
+        "from unittest.mock import patch\n\nfrom pkg.parallelism import wrap\n\n\n"
+        "@patch(\n    \"pkg.parallelism.DDP\"\n)\ndef test_wrap(ddp):\n    wrap(\"m\", 2, \"nccl\")\n"
+        "    ddp.assert_called_once_with(\"m\", device_ids=[2], output_device=2)\n")
+    from neuron_lint.fixes.mocked import _patched_targets
+
+    _patched_targets.cache_clear()
+    assert fix_text(WRAPPER, str(path), settings).text == WRAPPER
+    (note,) = [f.fix_note for f in check_source(WRAPPER, str(path), settings)]
+    assert "tests replace `DDP`" in note

@@ -35,6 +35,12 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals a
 SCRIPT = "import torch\n\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.ones(2, device='cuda')\n"
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A test run started in the background (``cmd &``
+    in a script) ignores SIGINT, its children inherit that, and Python then installs no handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env() -> dict:
     return {**os.environ, "NO_COLOR": "1", "NEURON_LINT_NO_CACHE": "1"}
 
@@ -266,7 +272,8 @@ def test_a_signal_inside_the_write_leaves_no_temporary_file(tmp_path, sig):
         fixing.fix_file({str(path)!r}, Settings())
         print("finished", flush=True)
     """)
-    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                       preexec_fn=_default_sigint)
     assert "finished" not in r.stdout  # the signal still ended the run
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
     assert path.read_text() == SCRIPT or ".cuda()" not in path.read_text()
@@ -284,7 +291,7 @@ def _interrupt_a_fix_run(tmp_path: Path, sig: int, copies: int, fraction: float 
     fixed = _fixed_versions(originals, scratch / "fixed")
     delay = None if after_files is not None else _seconds_to_fix(originals, scratch / "timed") * fraction
     proc = subprocess.Popen([sys.executable, "-m", "neuron_lint", "fix", "--isolated", "-q", str(tree)],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
     if delay is None:
         _wait_for_fixed_files(originals, after_files, proc)
     else:

@@ -20,7 +20,7 @@ from ..io.positions import LineIndex, split_lines
 from ..model import Finding
 from .first_party import current_file
 from .line_length import DEFAULT_LINE_LENGTH, current_line_length
-from .passes import applicable, one_pass
+from .passes import applicable, one_pass, too_long_note
 
 MAX_PASSES = 10
 
@@ -119,12 +119,10 @@ def _fix_text(text, path, settings, catalog, newline, line_length) -> TextFix:
     tied = {(f.code, f.message, result.tied[id(f)][0]): result.tied[id(f)][1]
             for f in result.too_long if id(f) in result.tied}
     long = {(f.code, f.message) for f in result.too_long if id(f) not in result.tied}
+    # A fix refused for the line length is no fix any more: shown without `[*]`, with the note saying why
     result.remaining = [f if f.fix is None else
-                        replace(f, fix_note=f"not rewritten: a device placement of the same function (line "
-                                            f"{tied[said(f)]}) would grow past {line_length} characters, and "
-                                            "a function half moved to the accelerator mixes devices; rewrite "
-                                            "them together by hand") if said(f) in tied else
-                        replace(f, fix_note=f"not rewritten: the line would grow past {line_length} characters "
-                                            "(the project's line length); rewrite it by hand")
+                        replace(f, fix=None, fix_note=too_long_note(line_length, tied[said(f)]))
+                        if said(f) in tied else
+                        replace(f, fix=None, fix_note=too_long_note(line_length))
                         if (f.code, f.message) in long else f for f in findings]
     return result

@@ -115,3 +115,24 @@ def _other_device_arm(ctx, arm: ast.If, child: ast.AST):
                 break
             a = a.orelse[0]
     return None
+
+
+def keyed_table(ctx, node) -> str:
+    """Why ``node`` stays (the note, less "not rewritten: ") when it is a key of a dict (as it is, or as ``torch.device(node)``) when another key names
+    another device: a table with an entry per device (distributed_shampoo's tests: ``{torch.device(
+    "cuda"): NCCL, torch.device("cpu"): GLOO}[device]``), else None. With the current device as its
+    key, CUDA's entry would stand for Trainium and, on a CPU-only host, collide with the CPU's. Else ``""``."""
+    key, parent = node, ctx.parent(node)
+    if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node and \
+            ctx.qualname(parent.func) == "torch.device":
+        key, parent = parent, ctx.parent(parent)
+    if not (isinstance(parent, ast.Dict) and any(k is key for k in parent.keys)):
+        return ""
+    for k in parent.keys:
+        if isinstance(k, ast.Call) and k is not key and k.args and ctx.qualname(k.func) == "torch.device":
+            k = k.args[0]
+        if k is not node and isinstance(k, ast.Constant) and isinstance(k.value, str) and _DEVICE_NAME.fullmatch(k.value):
+            return (f"it is a key of a table with an entry per device (line {parent.lineno}); with the current "
+                    "device as its key, CUDA's entry would stand for Trainium (and collide with the CPU's on a "
+                    "CPU-only host). Give the table an entry for the `neuron` device by hand")
+    return ""

@@ -42,6 +42,7 @@ from .device_choice import (
     short,
 )
 from .device_defaults import plan_default, rewrite_default
+from .device_dispatch import keyed_table
 from .device_destinations import (
     amp_callee,
     other_runtime_call,
@@ -56,6 +57,7 @@ from .device_forms import (
     cst_kind,
     cst_literal_kind,
     literal_kind,
+    load_location,
     one_literal,
     word,
 )
@@ -69,7 +71,7 @@ from .device_idiom import (
     rewrite_inline,
 )
 from .device_lists import rewrite_guard_list
-from .guard_reach import compared_as_cuda, typed_data_note
+from .guard_reach import chosen_by_flag, compared_as_cuda, typed_data_note
 from .guards import region_nodes
 from .module_kind import forks_workers, picks_visible_devices
 from .own_extension import own_extension
@@ -191,21 +193,12 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             and data.get("device") in ("script", "library")):
         # `torch.device("cuda")` is the device itself, not `torch.device(DEVICE.type)` (both without index)
         return ctx.propose(hit, call, "Call", message, {**data, "mode": "device_call"})
-    compared = compared_as_cuda(ctx, node)
+    compared = compared_as_cuda(ctx, node) + chosen_by_flag(ctx, node)
     if compared:  # kept only with those comparisons (guard_settle.settle): they decide the same device
         data = {**data, "region": [[*ctx.span(c), ctx.segment(c).splitlines()[0][:60]] for c in compared]}
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node),
-                        "load_location": kind != "plain" and _load_location(ctx, node)})
-
-
-def _load_location(ctx, node) -> bool:
-    """Is ``node`` where ``torch.load`` restores tensors (``map_location=``, a loader's ``location=``)?"""
-    parent = ctx.parent(node)
-    if isinstance(parent, ast.keyword):
-        return parent.arg in ("map_location", "location")
-    return (isinstance(parent, ast.Call) and ctx.qualname(parent.func) == "torch.load"
-            and len(parent.args) > 1 and parent.args[1] is node)
+                        "load_location": kind != "plain" and load_location(ctx, node)})
 
 
 def _kept_literal(ctx, node) -> str:
@@ -218,6 +211,9 @@ def _kept_literal(ctx, node) -> str:
     if other:
         return (f"it goes to `{other}`, which knows its own devices only (`cpu`, `cuda`, ...), not PyTorch's "
                 "accelerators, and it would be handed `neuron` on Trainium. Choose its device by hand")
+    table = keyed_table(ctx, node)
+    if table:
+        return table
     choices = _listed_choice(ctx, node)
     if choices is not None:
         return (f"the option only accepts `{short(ctx, choices)}`; with the current device as its default, "

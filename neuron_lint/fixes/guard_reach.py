@@ -12,7 +12,9 @@
 - another availability test of the same function (or module) that picks a CUDA tensor type for the
   data: that test stays, so this one must too, or the data and the models part ways;
 - for a device string stored in a variable, not a guard itself: the tests of that variable against
-  CUDA's name whose branch places things go with it (:func:`compared_as_cuda`).
+  CUDA's name whose branch places things go with it (:func:`compared_as_cuda`);
+- for a device string chosen by a flag set from an availability test (``"cuda" if use_cuda else
+  "cpu"``): that test goes with it (:func:`chosen_by_flag`).
 """
 
 from __future__ import annotations
@@ -236,3 +238,19 @@ def _places(ctx, test) -> bool:
                or (isinstance(n, ast.Attribute) and n.attr == "cuda" and isinstance(ctx.parent(n), ast.Call))
                or (isinstance(n, ast.keyword) and n.arg == "device_ids")
                for stmt in branch.body for n in ast.walk(stmt))
+
+
+def chosen_by_flag(ctx, literal) -> list:
+    """The availability tests a flag holds when ``literal`` is the arm it picks: wavenet_vocoder's
+    ``use_cuda = torch.cuda.is_available()`` then ``torch.device("cuda" if use_cuda else "cpu")``.
+    While the test stays CUDA's, the flag is false on Trainium and the string never used there:
+    rewritten alone it would change nothing, so it goes only with the test."""
+    from .device_choice import is_availability
+
+    parent = ctx.parent(literal)
+    if not (isinstance(parent, ast.IfExp) and parent.body is literal
+            and isinstance(parent.test, (ast.Name, ast.Attribute))):
+        return []
+    flag = ast.unparse(parent.test)
+    return [n for a in ctx.walk(ctx.tree) if isinstance(a, ast.Assign) and any(ast.unparse(t) == flag for t in a.targets)
+            for n in ast.walk(a.value) if isinstance(n, ast.Call) and is_availability(ctx, n)]

@@ -7,6 +7,11 @@ the helpers no longer call what the tests replace, and those tests fail on every
 name is left, with a note, in the functions those tests use: a function whose name the test module
 imports or calls (``from litgpt.utils import check_nvlink_connectivity``).
 
+Tests also replace what a module calls by its dotted name (distributed_shampoo's
+``@patch("distributed_shampoo.examples.parallelism.DDP")``) and check the arguments it gets
+(``assert_called_once_with(model, device_ids=[2], output_device=2)``): a call of such a name is
+left as it is (:func:`patched_in_module`).
+
 The project is the nearest folder up from the file with a ``pyproject.toml``, ``setup.py`` or
 ``setup.cfg`` (or the repository root); its test modules (``test_*.py``, ``*_test.py``,
 ``conftest.py``, anything under a ``tests``/``test`` folder) are read once per process.
@@ -14,6 +19,7 @@ The project is the nearest folder up from the file with a ``pyproject.toml``, ``
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -88,3 +94,55 @@ def _scan(root: str) -> tuple[frozenset[str], frozenset[str]]:
         if len(found) > before:
             used.update(_used_names(text))
     return frozenset(f"torch.cuda.{name}" for name in found), frozenset(used)
+
+
+#: ``patch("pkg.module.Name")`` (also over lines: ``@patch(\n    "pkg.module.Name"``)
+_PATCHED_TARGET = re.compile(r"""patch\(\s*["']([\w.]+)\.(\w+)["']""")
+
+
+def patched_in_module(path: str) -> frozenset[str]:
+    """The names of ``path``'s module that its project's tests replace by dotted name."""
+    if not path or not os.path.isfile(path):
+        return frozenset()
+    root = project_root(path)
+    if not root:
+        return frozenset()
+    here = os.path.splitext(os.path.relpath(os.path.abspath(path), root))[0].replace(os.sep, ".")
+    return frozenset(name for module, name in _patched_targets(root)
+                     if here == module or here.endswith("." + module))
+
+
+@lru_cache(maxsize=32)
+def _patched_targets(root: str) -> frozenset[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for _, data in python_files(root, _is_test_module):
+        if b"patch(" in data:
+            found.update(_PATCHED_TARGET.findall(data.decode("utf-8", "replace")))
+    return frozenset(found)
+
+
+def mocked_by_tests(ctx, node: ast.AST) -> str:
+    """A ``torch.cuda`` function at ``node`` that the project's tests replace, in a function those
+    tests use, or a call of a name of the module they replace, ``node`` among its arguments (see
+    :mod:`neuron_lint.fixes.mocked`), or ``""``."""
+    call = next((p for p in (node, *ctx.ancestors(node)) if isinstance(p, (ast.Call, ast.stmt))), None)
+    if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func is not node
+            and call.func.id in patched_in_module(ctx.path)):
+        return call.func.id
+    found = None
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr != "cuda":
+            qual = ctx.qualname(n)
+            if qual and qual.startswith("torch.cuda."):
+                if found is None:
+                    found = mocked_cuda(ctx.path)
+                    if not found[0] or not _in_function_named(ctx, node, found[1]):
+                        return ""
+                if qual in found[0]:
+                    return qual
+    return ""
+
+
+def _in_function_named(ctx, node: ast.AST, names: frozenset[str]) -> bool:
+    return any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name in names
+               for p in ctx.ancestors(node))

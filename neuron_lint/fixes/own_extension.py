@@ -255,8 +255,27 @@ def kernel_wrapper(ctx) -> str:
     Asked once per module (the answer is kept on ``ctx``)."""
     found = ctx.__dict__.get("_nrn_kernel_wrapper")
     if found is None:
-        found = ctx.__dict__["_nrn_kernel_wrapper"] = _kernel_wrapper(ctx)
+        found = ctx.__dict__["_nrn_kernel_wrapper"] = _cuda_custom_op(ctx) or _kernel_wrapper(ctx)
     return found
+
+
+def _cuda_custom_op(ctx) -> str:
+    """The operator the module registers for CUDA alone (lingua's mamba components:
+    ``@torch.library.custom_op(..., device_types="cuda")`` over a CUDA extension or Triton kernels),
+    as the note names it, or ``""``: called with another device's tensors, it has no kernel."""
+    if "device_types" not in ctx.text:
+        return ""
+    for node in ctx.walk(ctx.tree):
+        if isinstance(node, ast.Call) and ctx.qualname(node.func) in _CUSTOM_OPS:
+            kinds = next((k.value for k in node.keywords if k.arg == "device_types"), None)
+            values = kinds.elts if isinstance(kinds, (ast.Tuple, ast.List)) else [kinds]
+            if kinds is not None and all(isinstance(v, ast.Constant) and v.value == "cuda" for v in values):
+                name = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else "?"
+                return f"`{name}`, registered for `device_types=\"cuda\"` only on line {node.lineno}"
+    return ""
+
+
+_CUSTOM_OPS = frozenset({"torch.library.custom_op", "torch.library.triton_op"})
 
 
 def _kernel_wrapper(ctx) -> str:

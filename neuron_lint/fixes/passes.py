@@ -309,6 +309,16 @@ def advertised(text: str, findings: list[Finding], settings: Settings, path: str
             for f, w in zip(out, wider)]
 
 
+def too_long_note(limit: int, tied_to: int | None = None) -> str:
+    """Why a fix dropped for the line length was not applied; ``tied_to``: the line of the placement
+    of the same function that was too long, when this one was held back with it."""
+    if tied_to is not None:
+        return (f"not rewritten: a device placement of the same function (line {tied_to}) would grow past "
+                f"{limit} characters, and a function half moved to the accelerator mixes devices; rewrite "
+                "them together by hand")
+    return f"not rewritten: the line would grow past {limit} characters (the project's line length); rewrite it by hand"
+
+
 def _vetted(text: str, findings: list[Finding], settings: Settings, path: str, limit: int) -> list[Finding]:
     """:func:`advertised` for the fixes ``settings`` applies."""
     wanted = [f for f in findings if applicable(f, settings) and f.fix.fixer]
@@ -324,8 +334,7 @@ def _vetted(text: str, findings: list[Finding], settings: Settings, path: str, l
     if not dropped.rejected:
         return findings
     long = [id(f) for f in dropped.too_long]
-    notes = {id(f): (f"not rewritten: the line would grow past {limit} characters (the project's line length); "
-                     "rewrite it by hand") if id(f) in long else "not rewritten: the result would not parse"
-             for f in dropped.rejected}
+    notes = {id(f): too_long_note(limit, dropped.tied.get(id(f), (None, None))[1]) if id(f) in long
+             else "not rewritten: the result would not parse" for f in dropped.rejected}
     out = [replace(f, fix=None, fix_note=notes[id(f)]) if id(f) in notes else f for f in findings]
     return settle(out)  # a guard whose decided code lost its fix loses its own

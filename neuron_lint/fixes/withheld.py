@@ -31,6 +31,7 @@ import ast
 
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
+from .mocked import mocked_by_tests
 from .module_kind import child_visible_devices, is_str, is_test_path, module_level, torch_imported_after
 from .own_extension import operator_library, own_extension
 from .replication import data_parallel_count, mmcv_wrapper
@@ -101,8 +102,8 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     mocked = mocked_by_tests(ctx, node)
     if mocked:
         return (f"not rewritten: the project's tests replace `{mocked}` (`mock.patch`, `monkeypatch`), so the "
-                "rewritten code would no longer call what they replace and they would fail; change the tests "
-                "and this code together")
+                "rewritten code would not call it as they expect and they would fail; change the tests and this "
+                "code together")
     if hit.rule.code == "NRN203" and _cuda_in_message(ctx, node):
         return ("not rewritten: it reports CUDA's state in the error being raised (FastSAM's `select_device`); "
                 "rewritten, the message would describe another device")
@@ -347,30 +348,6 @@ def cuda_test(ctx, node: ast.AST) -> str:
                     return f"the test is marked `@{ctx.segment(target)}`"
             return ""
     return ""
-
-
-def mocked_by_tests(ctx, node: ast.AST) -> str:
-    """A ``torch.cuda`` function at ``node`` that the project's tests replace, in a function those
-    tests use (see :mod:`neuron_lint.fixes.mocked`), or ``""``."""
-    found = None
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and n.attr != "cuda":
-            qual = ctx.qualname(n)
-            if qual and qual.startswith("torch.cuda."):
-                if found is None:
-                    from .mocked import mocked_cuda
-
-                    found = mocked_cuda(ctx.path)
-                    if not found[0] or not _in_function_named(ctx, node, found[1]):
-                        return ""
-                if qual in found[0]:
-                    return qual
-    return ""
-
-
-def _in_function_named(ctx, node: ast.AST, names: frozenset[str]) -> bool:
-    return any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name in names
-               for p in ctx.ancestors(node))
 
 
 _MISSING_API = {"AttributeError", "ImportError", "ModuleNotFoundError", "NameError"}

@@ -76,6 +76,31 @@ def _holds_index(ctx, node) -> bool:
                                for b in found)
 
 
+def _device_value(ctx, value) -> bool:
+    """Is ``value`` a device object: ``torch.device(...)`` or another tensor's or module's ``.device``?"""
+    return (isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.device") or (
+        isinstance(value, ast.Attribute) and value.attr == "device")
+
+
+def _holds_device(ctx, node) -> bool:
+    """A name bound to a device object in its function (or, outside one, at the module's top level),
+    whatever it is called: vicreg's ``gpu = torch.device(args.device)`` before ``model.cuda(gpu)``,
+    which ``torch.device(type, gpu)`` would reject (an index must be an int)."""
+    from ..local_device import bindings
+
+    if not isinstance(node, ast.Name):
+        return False
+    fn = ctx.enclosing_function(node)
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        found = list(bindings(fn, node.id))
+    elif fn is None:
+        found = [s for s in ctx.tree.body if isinstance(s, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == node.id for t in s.targets)]
+    else:
+        return False
+    return bool(found) and all(b is not None and _device_value(ctx, b.value) for b in found)
+
+
 def _own_mover(ctx, call) -> str:
     """``self.cuda()`` in a class that defines its own ``cuda`` or ``to``: the method ``.to(...)``
     would reach, or ``""``. flux's TensorRT ``Engine.to`` calls ``self.cuda()``, its own engine
@@ -205,6 +230,8 @@ class CudaCall:
                 index = k.value
             elif k.arg not in ("non_blocking", "memory_format"):
                 return None
+        if _holds_device(ctx, index):  # `.cuda(device)` with a device object: `.to(device)`, as it is
+            return ctx.propose(hit, call, "Call", "Move to that device with `.to(...)`", {"as_is": True})
         current = _is_current_index(ctx, index)
         if index is not None and not current and not (isinstance(index, ast.Constant) and index.value is None) \
                 and not looks_like_index(index) and not _holds_index(ctx, index):
@@ -238,7 +265,9 @@ class CudaCall:
         if index_at is not None and data.get("current"):  # `.cuda(torch.cuda.current_device())` is `.cuda()`
             del args[index_at]
             index_at = None
-        if index_at is None or is_none(args[index_at].value):
+        if data.get("as_is"):
+            target = args[index_at].value
+        elif index_at is None or is_none(args[index_at].value):
             target = rx.device(original, data)
         elif isinstance(args[index_at].value, cst.Integer):  # `.cuda(1)` -> `.to(f"{DEVICE.type}:1")`
             value = args[index_at].value
