@@ -127,8 +127,11 @@ def mocked_by_tests(ctx, node: ast.AST) -> str:
     :mod:`neuron_lint.fixes.mocked`), or ``""``."""
     call = next((p for p in (node, *ctx.ancestors(node)) if isinstance(p, (ast.Call, ast.stmt))), None)
     if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func is not node
-            and call.func.id in patched_in_module(ctx.path)):
-        return call.func.id
+            and (ctx.qualname(call.func) or "").startswith("torch.")):  # a torch name the module imported
+        if "_nrn_patched" not in ctx.__dict__:  # asked once per module
+            ctx.__dict__["_nrn_patched"] = patched_in_module(ctx.path)
+        if call.func.id in ctx.__dict__["_nrn_patched"]:
+            return call.func.id
     found = None
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute) and n.attr != "cuda":
