@@ -513,3 +513,19 @@ def test_a_file_whose_long_lines_end_in_a_pragma_still_keeps_the_line_length():
     """, min_torch="2.13")
     assert "    base = (\n        torch.accelerator.memory_allocated()" in fixed, fixed
     assert _ruff_format(fixed) == fixed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", [88, 100])
+def test_a_written_out_device_type_fits_its_line_as_ruff_format_lays_it_out(tmp_path, limit):
+    # DeepFilterNet (set 46): at line length 100 the value fits on a line of its own inside
+    # parentheses, which ruff format prefers to splitting it at `if` and `else`
+    (tmp_path / "pyproject.toml").write_text(f"[tool.ruff]\nline-length = {limit}\n")
+    path = tmp_path / "dns.py"
+    path.write_text("import torch\n\nif torch.cuda.is_available():\n    TORCH_DEVICE = \"cuda\"\n"
+                    "else:\n    TORCH_DEVICE = \"cpu\"\n")
+    fix_file(str(path), Settings(select=("NRN2",), unsafe_fixes=True))
+    fixed = path.read_text()
+    assert "current_accelerator().type" in fixed
+    assert fixed == subprocess.run([sys.executable, "-m", "ruff", "format", "--line-length", str(limit), "-"],
+                                   input=fixed, capture_output=True, text=True, check=True).stdout

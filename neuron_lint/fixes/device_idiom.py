@@ -179,6 +179,13 @@ def device_idiom(rx, original, name: str, as_string: str = ""):
         return cst.ParenthesizedWhitespace(
             first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(last))
 
+    assign = rx.parent(original)
+    at = rx.position(assign) if isinstance(assign, cst.Assign) else None
+    if at is not None and at.start.column + len(indent) + len(rx.module.tree.code_for_node(one_line)) <= line_length():
+        # the value alone fits on a line of its own: in parentheses on that line, as ruff format
+        # splits the right-hand side first (DeepFilterNet's `TORCH_DEVICE = ...` at line length 100)
+        return one_line.with_changes(lpar=[cst.LeftParen(whitespace_after=broken(indent))],
+                                     rpar=[cst.RightParen(whitespace_before=broken(""))])
     return one_line.with_changes(
         lpar=[cst.LeftParen(whitespace_after=broken(indent))],
         rpar=[cst.RightParen(whitespace_before=broken(""))],
