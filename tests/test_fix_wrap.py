@@ -522,10 +522,10 @@ def test_a_written_out_device_type_fits_its_line_as_ruff_format_lays_it_out(tmp_
     # parentheses, which ruff format prefers to splitting it at `if` and `else`
     (tmp_path / "pyproject.toml").write_text(f"[tool.ruff]\nline-length = {limit}\n")
     path = tmp_path / "dns.py"
-    path.write_text("import torch\n\nif torch.cuda.is_available():\n    TORCH_DEVICE = \"cuda\"\n"
-                    "else:\n    TORCH_DEVICE = \"cpu\"\n")
+    path.write_text("import torch\n\nTORCH_DEVICE_FOR_THE_DNSMOS_MODEL = \"cuda\"\n\n\n"
+                    "def f(x):\n    return x.to(TORCH_DEVICE_FOR_THE_DNSMOS_MODEL)\n")
     fix_file(str(path), Settings(select=("NRN2",), unsafe_fixes=True))
     fixed = path.read_text()
-    assert "current_accelerator().type" in fixed
+    assert "current_accelerator().type" in fixed and fixed.count("\n") == (9 if limit == 100 else 11), fixed
     assert fixed == subprocess.run([sys.executable, "-m", "ruff", "format", "--line-length", str(limit), "-"],
                                    input=fixed, capture_output=True, text=True, check=True).stdout

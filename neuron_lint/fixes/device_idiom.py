@@ -66,7 +66,11 @@ def plan_inline_definition(ctx, hit, node):
     message = "Define the device string with `torch.accelerator`" + (
         " (this library module then probes the device when it is imported)" if library else "")
     kind = "IfExp" if isinstance(stmt.value, ast.IfExp) else "SimpleString"
-    return ctx.propose(hit, stmt.value, kind, message, {"mode": "inline", "name": name},
+    branch = ctx.parent(stmt)
+    # in the branch of an availability test (DeepFilterNet's `if torch.cuda.is_available():
+    # TORCH_DEVICE = "cuda"`) there is an accelerator: its type, without asking again
+    guarded = isinstance(branch, ast.If) and stmt in branch.body and is_availability(ctx, branch.test)
+    return ctx.propose(hit, stmt.value, kind, message, {"mode": "inline", "name": name, "guarded": guarded},
                        applicability="unsafe" if library else None, fixer="device_string")
 
 
@@ -144,11 +148,13 @@ def rewrite_inline(rx, original, updated, data):
     """``"cuda"`` / ``"cuda" if torch.cuda.is_available() else "cpu"`` -> the string idiom."""
     import libcst as cst
 
-    from .nodes import quote_of
+    from .nodes import attribute, quote_of
 
     literal = updated.body if isinstance(updated, cst.IfExp) else updated
     if cst_literal_kind(literal) != "plain":
         raise Decline("the code here is not the planned CUDA device string")
+    if data.get("guarded"):
+        return attribute(cst.Call(func=rx.dotted("torch.accelerator.current_accelerator", original)), "type")
     return device_idiom(rx, original, data.get("name", "device"), as_string=quote_of(literal))
 
 
