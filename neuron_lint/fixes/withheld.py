@@ -140,7 +140,12 @@ def withheld(ctx, hit, node: ast.AST) -> str:
 
 def _decided_elsewhere(ctx, hit, node: ast.AST) -> str:
     """The note when code outside the module decides this site's device: mmcv's wrapper it goes
-    into, or the package's own CUDA-only ``select_device``; else ``""``."""
+    into, the package's own CUDA-only ``select_device``, or the CUDA-only library a test calls; else ``""``."""
+    library = hit.rule.category == "cuda-specific" and _test_of_cuda_library(ctx, node)
+    if library:
+        return (f"not rewritten: the test calls `{library}`, from a library whose kernels run on CUDA only "
+                "(xFormers, flash-attn, apex, bitsandbytes), so the tensors it makes are for them; skip the "
+                "test where CUDA is absent instead")
     wrapper = mmcv_wrapper(ctx, node)
     if wrapper:
         return (f"not rewritten: it goes into `{wrapper}`, mmcv's wrapper, which scatters its inputs to CUDA "
@@ -300,6 +305,21 @@ def cuda_class(ctx, node: ast.AST) -> str:
             return f"{p.name}.{method}"
         method = p.name if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name == "cuda" else ""
     return ""
+
+
+def _test_of_cuda_library(ctx, node: ast.AST) -> str:
+    """What the test function holding ``node`` calls from a CUDA-only library (lingua's
+    ``test_toy_model``: xFormers' ``fmha.memory_efficient_attention`` on float16 CUDA tensors), or ``""``."""
+    from .cuda_only import CUDA_LIBRARY_ROOTS
+
+    test = next((p for p in ctx.ancestors(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if test is None or not test.name.startswith("test"):
+        return ""
+    known = ctx.__dict__.setdefault("_nrn_library_tests", {})  # once per test function
+    if id(test) not in known:
+        known[id(test)] = next((q for c in ctx.walk(test) if isinstance(c, ast.Call)
+                                for q in [ctx.qualname(c.func) or ""] if q.split(".")[0] in CUDA_LIBRARY_ROOTS), "")
+    return known[id(test)]
 
 
 def _dispatch_note(line: int, device: str) -> str:
