@@ -123,7 +123,7 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         if not ctx.allows("2.6"):
             ctx.note(hit, "not rewritten: `torch.accelerator` needs PyTorch 2.6 (raise --min-torch to use it)")
             return None
-        value = ctx.device_variable.value
+        value = ctx.defined_device.value
         tests = [n for n in ctx.walk(value) if is_availability(ctx, n)]
         typed = typed_data_note(ctx, tests[0], region_nodes) if tests else ""
         if typed:
@@ -146,7 +146,7 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         else:
             unsafe = None
         return ctx.propose(hit, value, type(value).__name__, message,
-                           {"mode": "define", "name": ctx.device_variable.targets[0].id}, applicability=unsafe)
+                           {"mode": "define", "name": ctx.defined_device.targets[0].id}, applicability=unsafe)
     test = None if moved_unless_there(ctx, node) else decided_by_branch(ctx, node)
     if test is None and not ctx.neuron and kind == "plain":
         inline = plan_inline_definition(ctx, hit, node)

@@ -279,8 +279,13 @@ class PlanContext:
             isinstance(s, ast.FunctionDef) and s.name == DEVICE_HELPER and not s.args.args and not s.args.posonlyargs
             for s in self.tree.body)
 
+    @cached_property
+    def defined_device(self) -> ast.Assign | None:
+        """:attr:`device_variable`, or else a module-level definition functions only shadow (see :func:`_shadowed`)."""
+        return self.device_variable or _shadowed(self)
+
     def in_device_definition(self, node: ast.AST) -> bool:
-        stmt = self.device_variable
+        stmt = self.defined_device
         return stmt is not None and any(p is stmt for p in self.ancestors(node))
 
     def device_choice(self, node: ast.AST) -> tuple[dict, str]:
@@ -396,3 +401,40 @@ def dist_alias(ctx) -> str:
     """The name the module binds ``torch.distributed`` to (``dist`` when it has several), or ""."""
     names = sorted(n for n, q in ctx.import_bindings.items() if q == "torch.distributed")
     return "dist" if "dist" in names else (names[0] if names else "")
+
+
+def _shadowed(ctx) -> ast.Assign | None:
+    """A module-level device definition whose name functions only shadow (FastSpeech2's
+    ``utils/tools.py``: ``def to_device(data, device)`` beside ``device = torch.device(...)``): its
+    value is still the module's device, to be rewritten like any other, though sites in functions
+    cannot reuse the name."""
+    declared = {n for node in ast.walk(ctx.tree) if isinstance(node, ast.Global) for n in node.names}
+    for stmt in ctx.tree.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id in REUSABLE_NAMES and stmt.targets[0].id not in declared
+                and _is_device_definition(ctx, stmt.value)
+                and _module_bindings(ctx.tree, stmt.targets[0].id) == _module_definitions(ctx, stmt.targets[0].id)):
+            return stmt
+    return None
+
+
+def _module_bindings(tree: ast.Module, name: str) -> int:
+    """How many times the module's own code (not its functions' or classes') binds ``name``."""
+    todo, count = list(tree.body), 0
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            count += getattr(n, "name", None) == name
+            continue
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            count += 1
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            count += sum((a.asname or a.name.split(".")[0]) == name for a in n.names)
+        todo.extend(ast.iter_child_nodes(n))
+    return count
+
+
+def _module_definitions(ctx, name: str) -> int:
+    """How many module-level ``name = <device definition>`` statements the module has."""
+    return sum(1 for s in module_level(ctx.tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+               and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name and _is_device_definition(ctx, s.value))
