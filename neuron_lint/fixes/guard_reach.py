@@ -65,7 +65,7 @@ def same_tests(ctx, guard) -> list:
     Trainium)."""
     node = guard
     for p in ctx.ancestors(guard):
-        if isinstance(p, ast.If) and p.test is node:
+        if isinstance(p, (ast.If, ast.IfExp)) and p.test is node:
             branch = p
             break
         if not isinstance(p, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute)):
@@ -73,6 +73,8 @@ def same_tests(ctx, guard) -> list:
         node = p
     else:
         return []
+    if isinstance(branch, ast.IfExp):
+        return _same_in_call(ctx, branch, guard)
     scope = _home(ctx, branch)
     test = ast.dump(branch.test)
     at = next(i for i, n in enumerate(ast.walk(branch.test)) if n is guard)
@@ -81,6 +83,20 @@ def same_tests(ctx, guard) -> list:
         if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test and _home(ctx, n) is scope:
             peers.append(list(ast.walk(n.test))[at])
     return peers
+
+
+def _same_in_call(ctx, branch: ast.IfExp, guard) -> list:
+    """The same guard in the other conditional arguments of the call ``branch`` is an argument of:
+    GPT-SoVITS's ``Trainer(accelerator="gpu" if torch.cuda.is_available() else "cpu", devices=-1 if
+    torch.cuda.is_available() else 1, strategy=...)`` is one choice, made three times."""
+    call = ctx.parent(branch)
+    call = ctx.parent(call) if isinstance(call, ast.keyword) else call
+    if not isinstance(call, ast.Call):
+        return []
+    test = ast.dump(branch.test)
+    at = next(i for i, n in enumerate(ast.walk(branch.test)) if n is guard)
+    return [list(ast.walk(v.test))[at] for v in [*call.args, *(k.value for k in call.keywords)]
+            if isinstance(v, ast.IfExp) and v is not branch and ast.dump(v.test) == test]
 
 
 def _home(ctx, node):
