@@ -38,8 +38,12 @@ _OTHER_RUNTIMES = frozenset({"faster_whisper", "ctranslate2", "onnxruntime", "te
 def other_runtime_call(ctx, node) -> str:
     """The callee, when ``node`` is an argument of a call into one of :data:`_OTHER_RUNTIMES`, or is
     assigned to a name or attribute that the function (the module) hands to one (OpenNMT's
-    ``self.device = "cuda"``, then ``ctranslate2.Translator(path, device=self.device)``), else ``""``."""
+    ``self.device = "cuda"``, then ``ctranslate2.Translator(path, device=self.device)``), else ``""``.
+    An arm of a conditional counts as the conditional (GPT-SoVITS's ``device = "cuda" if
+    torch.cuda.is_available() else "cpu"`` before ``WhisperModel(path, device=device)``)."""
     call = ctx.parent(node)
+    while isinstance(call, ast.IfExp) and node is not call.test:
+        node, call = call, ctx.parent(call)
     if isinstance(call, ast.keyword):
         call = ctx.parent(call)
     option = _option_dest(call, node)
