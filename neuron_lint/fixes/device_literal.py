@@ -71,7 +71,7 @@ from .device_idiom import (
     rewrite_inline,
 )
 from .device_lists import rewrite_guard_list
-from .guard_reach import chosen_by_flag, compared_as_cuda, typed_data_note
+from .guard_reach import chosen_by_flag, compared_as_cuda, sliced_note, typed_data_note
 from .guards import region_nodes
 from .module_kind import forks_workers, picks_visible_devices
 from .own_extension import own_extension
@@ -211,7 +211,7 @@ def _kept_literal(ctx, node) -> str:
     if other:
         return (f"it goes to `{other}`, which knows its own devices only (`cpu`, `cuda`, ...), not PyTorch's "
                 "accelerators, and it would be handed `neuron` on Trainium. Choose its device by hand")
-    table = keyed_table(ctx, node)
+    table = keyed_table(ctx, node) or sliced_note(ctx, node)
     if table:
         return table
     choices = _listed_choice(ctx, node)

@@ -208,6 +208,46 @@ def typed_data_note(ctx, guard, region) -> str:
     return ""
 
 
+def _holder(ctx, literal) -> tuple[str, ast.AST] | None:
+    """The variable ``literal`` is stored in (through a conditional's arm, ``torch.device(...)`` or an
+    f-string), as written, and where it is read: its function (a name), class (``self.x``) or module."""
+    node, parent = literal, ctx.parent(literal)
+    while isinstance(parent, ast.IfExp) and node is not parent.test or isinstance(parent, ast.JoinedStr) or (
+            isinstance(parent, ast.Call) and node in parent.args and ctx.qualname(parent.func) == "torch.device"):
+        node, parent = parent, ctx.parent(parent)
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
+            and isinstance(parent.targets[0], (ast.Name, ast.Attribute))):
+        return None
+    target = parent.targets[0]
+    if isinstance(target, ast.Name):
+        scope = ctx.enclosing_function(parent) or ctx.tree
+    elif isinstance(target.value, ast.Name) and target.value.id == "self":
+        scope = next((p for p in ctx.ancestors(parent) if isinstance(p, ast.ClassDef)), ctx.tree)
+    else:
+        scope = ctx.tree
+    return ast.unparse(target), scope
+
+
+def sliced_as_cuda(ctx, literal) -> ast.Subscript | None:
+    """A slice of the variable ``literal`` is stored in (LivePortrait's ``torch.autocast(device_type=
+    self.device[:4])`` of ``self.device = f"cuda:{self.device_id}"``): it reads the type off CUDA's
+    name by its length, which `neuron:0` or `cpu:0` would not give back."""
+    holder = _holder(ctx, literal)
+    if holder is None:
+        return None
+    held, scope = holder
+    return next((n for n in ctx.walk(scope) if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice)
+                 and ast.unparse(n.value) == held), None)
+
+
+def sliced_note(ctx, literal) -> str:
+    """The note for :func:`sliced_as_cuda`, or ``""``."""
+    cut = sliced_as_cuda(ctx, literal)
+    return (f"the variable it is stored in is cut to `{ast.unparse(cut)}` (line {cut.lineno}), which reads "
+            "CUDA's name by its length; with another device's name it would not give a device type. Take "
+            "the type with `torch.device(...).type` first") if cut is not None else ""
+
+
 def compared_as_cuda(ctx, literal) -> list:
     """The tests that compare the variable ``literal`` is stored in with CUDA's name (``X ==
     "cuda"``, ``X.type == "cuda"``, ``"cuda" in X``) to decide where things go: 3D-ResNets sets
@@ -217,21 +257,10 @@ def compared_as_cuda(ctx, literal) -> list:
     it. A test whose branch only does CUDA's own things (petals: NF4 quantization, a default index)
     is right to send Trainium the other way and does not count. Looked for in the variable's
     function (a name), class (``self.x``) or module (another attribute)."""
-    node, parent = literal, ctx.parent(literal)
-    while isinstance(parent, ast.IfExp) and node is not parent.test or (
-            isinstance(parent, ast.Call) and node in parent.args and ctx.qualname(parent.func) == "torch.device"):
-        node, parent = parent, ctx.parent(parent)
-    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
-            and isinstance(parent.targets[0], (ast.Name, ast.Attribute))):
+    holder = _holder(ctx, literal)
+    if holder is None:
         return []
-    target = parent.targets[0]
-    if isinstance(target, ast.Name):
-        scope = ctx.enclosing_function(parent) or ctx.tree
-    elif isinstance(target.value, ast.Name) and target.value.id == "self":
-        scope = next((p for p in ctx.ancestors(parent) if isinstance(p, ast.ClassDef)), ctx.tree)
-    else:
-        scope = ctx.tree
-    held = ast.unparse(target)
+    held, scope = holder
     names = (held, f"{held}.type", f"str({held})")
     found = []
     for n in ctx.walk(scope):
