@@ -15,7 +15,7 @@ from .process_group import gloo_group
 CUDA_LIBRARY_ROOTS = frozenset({"bitsandbytes", "bnb", "apex", "xformers", "xops", "flash_attn"})
 #: Name parts of callees that are CUDA-only code (compiled extensions, kernels).
 _CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kernel*", "*Kernel*", "cupy", "triton",
-                    "*helion*", "*nccl*", "*cudnn*", "*cublas*", "numba",
+                    "*helion*", "*nccl*", "*cudnn*", "*cublas*", "*nvrtc*", "numba",
                     # fused kernels (apex's RNN `fusedBackend.LSTMFused`, `FusedLayerNorm`, `fused_adam`)
                     "fused*", "*Fused*", "*_fused*",
                     # CUDA-only libraries (NRN6xx): a guard that opens them is the right question there
