@@ -297,5 +297,9 @@ def chosen_by_flag(ctx, literal) -> list:
             and isinstance(parent.test, (ast.Name, ast.Attribute))):
         return []
     flag = ast.unparse(parent.test)
-    return [n for a in ctx.walk(ctx.tree) if isinstance(a, ast.Assign) and any(ast.unparse(t) == flag for t in a.targets)
-            for n in ast.walk(a.value) if isinstance(n, ast.Call) and is_availability(ctx, n)]
+    known = ctx.__dict__.setdefault("_nrn_flag_tests", {})  # once per flag and module
+    if flag not in known:
+        known[flag] = [n for a in ctx.walk(ctx.tree) if isinstance(a, ast.Assign)
+                       and any(ast.unparse(t) == flag for t in a.targets)
+                       for n in ast.walk(a.value) if isinstance(n, ast.Call) and is_availability(ctx, n)]
+    return known[flag]
