@@ -24,6 +24,8 @@ _CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kerne
 #: ``_broadcast_coalesced`` and the rest exist in CUDA builds only.
 _REPLICATION = frozenset({"scatter", "scatter_kwargs", "gather", "broadcast", "broadcast_coalesced", "reduce_add",
                           "replicate"})
+_PYG_REPLICATION = frozenset({"torch_geometric.loader.DataListLoader", "torch_geometric.data.DataListLoader",
+                              "torch_geometric.nn.DataParallel"})
 _EXTENSION_LOADERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
 
 
@@ -208,6 +210,9 @@ def cuda_only_node(ctx, n: ast.AST) -> str:
         # under the CUDA test; a package a GPU machine may lack is mostly a CUDA build
         return (f"what the optional import on line {n.lineno} brings (`{ctx.segment(imported)[:50]}`): "
                 "a package a GPU machine may lack is mostly built for CUDA")
+    elif isinstance(n, (ast.Name, ast.Attribute)) and ctx.qualname(n) in _PYG_REPLICATION:
+        # DiffDock: `DataListLoader if torch.cuda.is_available() else DataLoader`, lists for PyG's DataParallel
+        return f"`{ctx.segment(n)}` on line {n.lineno} (PyG's data parallelism, over CUDA devices only)"
     elif isinstance(n, ast.keyword) and n.arg == "backend" and isinstance(n.value, ast.Constant) \
             and n.value.value == "inductor":
         # TorchNeuron compiles through its own backend, not Inductor (torchtitan test_compile_moe.py)
@@ -293,6 +298,12 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
         return (f"not rewritten: the module requires `{required[0]}` (line {required[1]}), whose kernels run on "
                 "CUDA only, so its device code feeds them; rewritten, it would send neuron tensors into them. Give "
                 "Trainium its own path")
+    sharded = next((s.lineno for s in ctx.tree.body if isinstance(s, ast.ImportFrom) and (s.module or "").startswith(
+        "fairscale.nn") and any(a.name == "FullyShardedDataParallel" for a in s.names)), 0)
+    if sharded:  # esm's fairscale FSDP example: its compute device falls back to CUDA's, with CUDA streams
+        return (f"not rewritten: the module shards with fairscale's `FullyShardedDataParallel` (line {sharded}), "
+                "which computes on CUDA (its default compute device and streams are CUDA's); rewritten, the "
+                "inputs would go where the model does not. Move to PyTorch's FSDP first")
     branch = _runtime_branch(ctx, node)
     if branch is not None:
         return (f"not rewritten: the branch imports `{_imported_root(branch)}` (line {branch.lineno}), which drives "
