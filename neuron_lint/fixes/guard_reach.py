@@ -295,7 +295,7 @@ def chosen_by_flag(ctx, literal) -> list:
     parent = ctx.parent(literal)
     if not (isinstance(parent, ast.IfExp) and parent.body is literal
             and isinstance(parent.test, (ast.Name, ast.Attribute))):
-        return []
+        return _in_available_branch(ctx, literal)
     flag = ast.unparse(parent.test)
     known = ctx.__dict__.setdefault("_nrn_flag_tests", {})  # once per flag and module
     if flag not in known:
@@ -303,3 +303,22 @@ def chosen_by_flag(ctx, literal) -> list:
                        and any(ast.unparse(t) == flag for t in a.targets)
                        for n in ast.walk(a.value) if isinstance(n, ast.Call) and is_availability(ctx, n)]
     return known[flag]
+
+
+def _in_available_branch(ctx, literal) -> list:
+    """The availability test of the ``if`` whose body holds ``literal`` (DeepCTR-Torch's tests:
+    ``device = 'cpu'`` then ``if torch.cuda.is_available(): device = 'cuda:0'``): there, the current
+    device is CUDA's wherever the test stays CUDA's, so the string goes only with the test."""
+    from .device_choice import is_availability
+
+    child = literal
+    for p in ctx.ancestors(literal):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return []
+        if isinstance(p, ast.If) and any(s is child for s in p.body):
+            tests = p.test.values if isinstance(p.test, ast.BoolOp) and isinstance(p.test.op, ast.And) else [p.test]
+            found = [t for t in tests if is_availability(ctx, t)]
+            if found:
+                return found
+        child = p
+    return []

@@ -85,9 +85,9 @@ def settle(findings: list) -> list:
 def _kept_note(f, site) -> str:
     what = f"`{site[4]}`" if len(site) > 4 and site[4] else "CUDA-only code"
     if f.code == "NRN202" and "is_available" in what:  # a device string a flag of that test picks
-        return (f"not rewritten: it is picked only when the flag set from {what} (line {site[0]}) holds, and "
-                "that test stays as it is, so Trainium never gets here: rewritten alone it would change "
-                "nothing. Port the test and the string together")
+        return (f"not rewritten: it is used only where {what} (line {site[0]}) holds, directly or through a "
+                "flag, and that test stays as it is, so Trainium never gets here: rewritten alone it would "
+                "change nothing. Port the test and the string together")
     if f.code == "NRN202":  # a device string stored where the module compares it with CUDA's name
         return (f"not rewritten: {what} (line {site[0]}) asks whether this device is CUDA's and stays as it is; "
                 "with the current device here, Trainium would take the path that test keeps for the CPU. "
