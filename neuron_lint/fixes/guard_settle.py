@@ -84,6 +84,9 @@ def settle(findings: list) -> list:
 
 def _kept_note(f, site) -> str:
     what = f"`{site[4]}`" if len(site) > 4 and site[4] else "CUDA-only code"
+    if f.code == "NRN201" and "torch.cuda.device(" in what:
+        return (f"not rewritten: it runs inside `with {what[1:-1]}:` (line {site[0]}), which stays CUDA's and raises "
+                "where CUDA is absent: rewritten alone it would change nothing. Port the two together")
     if f.code == "NRN202" and "is_available" in what:  # a device string a flag of that test picks
         return (f"not rewritten: it is used only where {what} (line {site[0]}) holds, directly or through a "
                 "flag, and that test stays as it is, so Trainium never gets here: rewritten alone it would "

@@ -195,6 +195,21 @@ def _into_cuda_only_call(ctx, call) -> str:
     return cuda_only_call(ctx, parent)
 
 
+def _entered_cuda_device(ctx, call) -> ast.expr | None:
+    """``torch.cuda.device(i)`` of a ``with`` whose body holds ``call`` (PatchTST's FLOPs helper: ``with
+    torch.cuda.device(0): model.cuda()``): it raises where CUDA is absent, so the move is rewritten
+    only with it (else it would change nothing); None when there is none."""
+    for p in ctx.ancestors(call):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return None
+        if isinstance(p, ast.With):
+            for item in p.items:
+                expr = item.context_expr
+                if isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "torch.cuda.device":
+                    return expr
+    return None
+
+
 class CudaCall:
     name = "cuda_call"
 
@@ -244,6 +259,9 @@ class CudaCall:
             data = {**data, "storage": True}
         if current:
             data = {**data, "current": True}
+        entered = _entered_cuda_device(ctx, call)
+        if entered is not None:  # kept only with it (guard_settle.settle)
+            data = {**data, "region": [[*ctx.span(entered), ctx.segment(entered)[:60]]]}
         return ctx.propose(hit, call, "Call", "Move to the current accelerator with `.to(...)`", data)
 
     def rewrite(self, rx, original, updated, data):
