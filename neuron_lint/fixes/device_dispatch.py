@@ -118,10 +118,11 @@ def _other_device_arm(ctx, arm: ast.If, child: ast.AST):
 
 
 def keyed_table(ctx, node) -> str:
-    """Why ``node`` stays (the note, less "not rewritten: ") when it is a key of a dict (as it is, or as ``torch.device(node)``) when another key names
-    another device: a table with an entry per device (distributed_shampoo's tests: ``{torch.device(
-    "cuda"): NCCL, torch.device("cpu"): GLOO}[device]``), else None. With the current device as its
-    key, CUDA's entry would stand for Trainium and, on a CPU-only host, collide with the CPU's. Else ``""``."""
+    """Why ``node`` stays (the note, less "not rewritten: ") when it is a key of a dict, as it is or as
+    ``torch.device(node)``, beside a key naming another device: a table with an entry per device
+    (distributed_shampoo's tests: ``{torch.device("cuda"): NCCL, torch.device("cpu"): GLOO}[device]``).
+    With the current device as its key, CUDA's entry would stand for Trainium and, on a CPU-only host,
+    collide with the CPU's. Else ``""``."""
     key, parent = node, ctx.parent(node)
     if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node and \
             ctx.qualname(parent.func) == "torch.device":

@@ -14,7 +14,9 @@
 - for a device string stored in a variable, not a guard itself: the tests of that variable against
   CUDA's name whose branch places things go with it (:func:`compared_as_cuda`);
 - for a device string chosen by a flag set from an availability test (``"cuda" if use_cuda else
-  "cpu"``): that test goes with it (:func:`chosen_by_flag`).
+  "cpu"``), or set in the branch of one: that test goes with it (:func:`chosen_by_flag`); a device
+  string cut by length (``self.device[:4]``) stays (:func:`sliced_note`);
+- the same test in the conditional arguments of one call is one choice (:func:`same_tests`).
 """
 
 from __future__ import annotations

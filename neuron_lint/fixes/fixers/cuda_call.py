@@ -205,8 +205,9 @@ def _entered_cuda_device(ctx, call) -> ast.expr | None:
         if isinstance(p, ast.With):
             for item in p.items:
                 expr = item.context_expr
-                if isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "torch.cuda.device":
-                    return expr
+                if isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "torch.cuda.device" and not (
+                        expr.args and isinstance(expr.args[0], ast.Constant) and expr.args[0].value in (None, -1)):
+                    return expr  # (`torch.cuda.device(None)` and `(-1)` enter nothing: they raise nowhere)
     return None
 
 
