@@ -260,9 +260,7 @@ class PlanContext:
             name = stmt.targets[0].id
             if name not in REUSABLE_NAMES or not _is_device_definition(self, stmt.value):
                 continue
-            definitions = sum(1 for s in module_level(self.tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
-                              and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name
-                              and _is_device_definition(self, s.value))
+            definitions = _module_definitions(self, name)
             # a method of the same name is an attribute, not the module's variable (ECCV2022-RIFE's
             # `class Model: def device(self): self.flownet.to(device)`)
             methods = sum(1 for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef) for m in c.body
