@@ -66,6 +66,25 @@ except ImportError:
     assert found(text) == set()
 
 
+def test_names_after_a_try_are_what_its_body_imported_not_the_fallback():
+    # ignite (set 49): the `except ImportError:` import serves a torch without `torch.amp`; the
+    # annotations after the `try` use torch.amp's GradScaler, and were reported as CUDA AMP
+    text = """
+try:
+    from torch.amp import GradScaler
+except ImportError:
+    from torch.cuda.amp import GradScaler
+
+
+def step(scaler: GradScaler | None = None) -> GradScaler | None:
+    return scaler
+"""
+    assert {line for line, code in found(text)} <= {4}
+    # the other way round the CUDA import is what the code uses
+    assert (7, "NRN205") in found(text.replace("torch.amp", "torch.TMP").replace("torch.cuda.amp", "torch.amp")
+                                  .replace("torch.TMP", "torch.cuda.amp"))
+
+
 @pytest.mark.parametrize("line", [
     "from torch.distributions import Categorical",
     "from torch.func import vmap",

@@ -14,7 +14,7 @@ from typing import Callable
 from ..catalog.index import RuleIndex
 from ..catalog.loading import Match, Rule
 from .hits import Hit
-from .import_guards import EXITS, import_guard, try_guards
+from .import_guards import EXITS, catches_import_error, import_guard, try_guards
 from .project_facts import is_local_package
 from .semantic import SemanticModel
 
@@ -193,9 +193,23 @@ class Walker:
             self.visit(stmt)
         if guards:
             model.guard_depth -= 1
+        preferred = self._preferred_imports(node)
         for part in (node.handlers, node.orelse, node.finalbody):  # type: ignore[attr-defined]
             for stmt in part:
                 self.visit(stmt)
+        for name, qual in preferred:
+            self._bind(name, qual)
+
+    def _preferred_imports(self, node: ast.AST) -> list[tuple[str, str | None]]:
+        """The names the imports of a ``try`` body bind, as bound now, when a handler catches
+        ``ImportError``: the handler's import of the same name is the fallback for an older
+        library (ignite: ``from torch.amp import GradScaler``, else ``torch.cuda.amp``'s), so the
+        code after the ``try`` uses what the body imported, not what the fallback would."""
+        if not any(catches_import_error(h.type) for h in node.handlers):  # type: ignore[attr-defined]
+            return []
+        names = [a.asname or a.name.split(".", 1)[0] for stmt in node.body  # type: ignore[attr-defined]
+                 if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names if a.name != "*"]
+        return [(name, self.model.lookup(name)) for name in names]
 
     def _visit_if(self, node: ast.If) -> None:
         """`if TYPE_CHECKING:` and `if is_flash_attn_available():` guard the imports they contain."""

@@ -8,7 +8,7 @@ import ast
 import fnmatch
 import functools
 
-from .process_group import gloo_group
+from .process_group import fixed_backends, gloo_group
 
 #: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the
 #: methods of a project's subclass of one of their classes.
@@ -329,8 +329,8 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
                 "tensors into a CUDA kernel. Give Trainium its own implementation of the operator")
     found = ctx.__dict__.get("_nrn_module_kernels")
     if found is None:  # module-wide answers, asked once per module
-        found = ctx.__dict__["_nrn_module_kernels"] = (_int4_packing(ctx), gloo_group(ctx))
-    packed, gloo = found
+        found = ctx.__dict__["_nrn_module_kernels"] = (_int4_packing(ctx), gloo_group(ctx), fixed_backends(ctx))
+    packed, gloo, backends = found
     if packed:
         return (f"not rewritten: the module packs int4 weights with `{packed}`, whose kernel and packed layout "
                 "are CUDA's (tinygemm; CPU has its own operator); rewritten, it would hand neuron tensors to it. "
@@ -339,6 +339,9 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
         return (f"not rewritten: the module's process group is gloo (line {gloo}), which carries CPU and CUDA "
                 "tensors only; rewritten, Trainium would train on its NeuronCores inside a gloo group, and DDP "
                 "fails there. Give the group the device's backend (`dist.get_default_backend_for_device`) first")
+    if backends:
+        return (f"not rewritten: the module communicates over {backends}, not the Neuron device's backend; on "
+                "Trainium its collectives take CPU tensors. Give it the `neuron` backend first")
     return ""
 
 

@@ -30,6 +30,11 @@ def current_file(path: str | None):
         _FILE.reset(token)
 
 
+def rewritten_file() -> str | None:
+    """The absolute path of the file being rewritten (None for text with no place on disk)."""
+    return _FILE.get()
+
+
 def is_first_party(module: str) -> bool:
     """Is ``module`` (``detectron2.config``; ``.utils`` for a relative import) one of the
     project's own, for the file being rewritten? False when the file is unknown."""

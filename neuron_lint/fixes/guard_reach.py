@@ -304,7 +304,32 @@ def chosen_by_flag(ctx, literal) -> list:
         known[flag] = [n for a in ctx.walk(ctx.tree) if isinstance(a, ast.Assign)
                        and any(ast.unparse(t) == flag for t in a.targets)
                        for n in ast.walk(a.value) if isinstance(n, ast.Call) and is_availability(ctx, n)]
+        known[flag] += _refused_with(ctx, flag)
     return known[flag]
+
+
+def _refused_with(ctx, flag: str) -> list:
+    """The availability tests of the module's ``if <flag> and not torch.cuda.is_available(): raise``
+    (pytorch/examples' ``--cuda`` in ignite's copy): where such a test stays CUDA's, the program stops
+    on Trainium before the flag picks anything."""
+    from .device_choice import is_availability
+
+    found = []
+    for n in ctx.walk(ctx.tree):
+        if (isinstance(n, ast.If) and isinstance(n.test, ast.BoolOp) and isinstance(n.test.op, ast.And)
+                and any(ast.unparse(v) == flag for v in n.test.values) and _stops(n.body)):
+            found += [v.operand for v in n.test.values if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not)
+                      and is_availability(ctx, v.operand)]
+    return found
+
+
+def _stops(body) -> bool:
+    """Does ``body`` end the program: a ``raise``, or ``exit()``/``sys.exit()``?"""
+    last = body[-1]
+    if isinstance(last, ast.Raise):
+        return True
+    call = last.value if isinstance(last, ast.Expr) else None
+    return isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) in ("exit", "_exit")
 
 
 def _in_available_branch(ctx, literal) -> list:

@@ -265,6 +265,10 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if toolkit:
         return None, (f"it is asked together with `{toolkit}` (where the CUDA toolkit is installed): the test "
                       "decides whether CUDA code is built, which Trainium has no use for. Keep it")
+    built = _extension_build(ctx, call)
+    if built:
+        return None, (f"the code it decides builds CUDA code ({built}): the test asks whether nvcc can compile "
+                      "the extension's CUDA sources, and Trainium needs the CPU build. Keep it")
     build = _cpu_build_choice(ctx, call)
     if build:
         return None, (f"without CUDA it picks {build}, a CPU build of another package: the test chooses which "
@@ -337,6 +341,29 @@ _CPU_BUILD = re.compile(r"[-_]cpu$", re.IGNORECASE)
 
 
 _TOOLKITS = frozenset({"CUDA_HOME", "CUDA_PATH"})
+
+
+#: Names and flags of a C++/CUDA extension's build: what an ``if`` deciding them decides is the build.
+_BUILD_NAMES = frozenset({"extra_cuda_cflags", "_is_cuda_file", "CUDAExtension", "nvcc"})
+_BUILD_FLAG = re.compile(r"^-D\w*CUDA\w*$|\.cu$")
+
+
+def _extension_build(ctx, call: ast.AST) -> str:
+    """What the ``if`` whose test holds ``call`` builds for CUDA (torchdrug's ``load_extension``: with
+    CUDA, ``extra_cuda_cflags`` and ``-DCUDA_OP``; without, the ``.cu`` sources dropped), or ``""``."""
+    stmt = ctx.parent(call)
+    while isinstance(stmt, (ast.BoolOp, ast.UnaryOp, ast.Compare)):
+        stmt = ctx.parent(stmt)
+    if not isinstance(stmt, ast.If):
+        return ""
+    for n in (n for part in (stmt.body, stmt.orelse) for top in part for n in ast.walk(top)):
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else n.arg if isinstance(
+            n, ast.keyword) else ""
+        if name in _BUILD_NAMES:
+            return f"`{name}`, line {n.lineno if hasattr(n, 'lineno') else stmt.lineno}"
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and _BUILD_FLAG.search(n.value):
+            return f"`{n.value}`, line {n.lineno}"
+    return ""
 
 
 def _toolkit_test(ctx, call: ast.AST) -> str:

@@ -39,7 +39,8 @@ def current_line_length(limit: int):
 _LIMIT = 1024 * 1024  # a configuration file bigger than this is not read
 
 
-def _toml(path: str) -> dict:
+def read_toml(path: str) -> dict:
+    """The TOML file at ``path`` as a dict ({} when it is missing, too big or not TOML)."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
@@ -123,11 +124,11 @@ def line_length_of(directory: str) -> int:
         for name in ("ruff.toml", ".ruff.toml"):
             candidate = os.path.join(here, name)
             if os.path.isfile(candidate):
-                found = _valid(_toml(candidate).get("line-length"))
+                found = _valid(read_toml(candidate).get("line-length"))
                 return found or DEFAULT_LINE_LENGTH
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
-            tool = _toml(candidate).get("tool", {})
+            tool = read_toml(candidate).get("tool", {})
             if isinstance(tool, dict):
                 for section in ("ruff", "black"):
                     table = tool.get(section)

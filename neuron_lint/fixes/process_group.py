@@ -2,7 +2,8 @@
 
 A gloo group carries CPU and CUDA tensors only: a module that trains inside one (RVC's DDP, cleanrl's
 gradients summed with ``dist.all_reduce``) keeps its device choices, or Trainium would hand neuron
-tensors to gloo.
+tensors to gloo. So does a module that lists the backends it accepts (ignite's NCCL, GLOO and MPI,
+none of them the Neuron device's) or communicates through Horovod (CPU and CUDA tensors only).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ..engine.parameters import parameter_defaults
 
 #: What a module does over its process group with the tensors on its devices.
 _COLLECTIVES = ("DistributedDataParallel", "DDP", "all_reduce", "all_gather", "reduce_scatter")
+_BACKEND_NAMES = frozenset({"nccl", "gloo", "mpi"})
 
 
 def gloo_group(ctx) -> int:
@@ -52,3 +54,39 @@ def _option_default(ctx, name: str) -> ast.expr | None:
                 and isinstance(n.args[0], ast.Constant) and n.args[0].value == f"--{name}"):
             return next((k.value for k in n.keywords if k.arg == "default"), None)
     return None
+
+
+def _backend_name(node: ast.AST) -> str:
+    """``"nccl"``, ``NCCL``, ``dist.Backend.GLOO``: the process-group backend ``node`` names, or ``""``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        name = node.value.lower()
+    else:
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        name = name.lower() if name.isupper() else ""
+    return name if name in _BACKEND_NAMES else ""
+
+
+def fixed_backends(ctx) -> str:
+    """``"NCCL, GLOO, MPI (line 43)"`` when the module accepts the process-group backends it lists and
+    none is the Neuron device's (ignite's ``for name in [NCCL, GLOO, MPI]``, ``bnd in (NCCL, GLOO,
+    MPI)``: on Trainium its group is gloo's, whose collectives take CPU tensors), or when it imports
+    Horovod (whose collectives take CPU and CUDA tensors); else ``""``. A list of an option's
+    ``choices`` does not count: the option's default is what a fix rewrites."""
+    text = ctx.text
+    if "neuron" in text or not any(w in text for w in ("NCCL", "nccl", "horovod")):
+        return ""
+    for n in ctx.walk(ctx.tree):
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            module = n.module or "" if isinstance(n, ast.ImportFrom) else n.names[0].name
+            if module.split(".")[0] == "horovod":
+                return f"Horovod (line {n.lineno})"
+        if not isinstance(n, (ast.List, ast.Tuple, ast.Set)) or len(n.elts) < 2:
+            continue
+        names = [_backend_name(e) for e in n.elts]
+        if not all(names) or "nccl" not in names:
+            continue
+        parent = ctx.parent(n)
+        tested = isinstance(parent, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+        if tested or isinstance(parent, (ast.comprehension, ast.For)):
+            return f"{', '.join(ast.unparse(e) for e in n.elts)} (line {n.lineno})"
+    return ""

@@ -4,42 +4,98 @@ Fixers build their literals with double quotes (``"cpu"``, ``f"{DEVICE.type}:0"`
 definition's ``torch.device("cpu")``). In a module that writes its strings with single quotes (a
 project formatted with ``quote-style = "single"``, or by hand) those are the odd ones out, and a
 maintainer's formatter or reviewer turns them round; so each literal a fix adds is written with
-the quote most of the module's own one-line literals use. Docstrings and other triple-quoted
-strings do not count, and a literal whose text holds a quote or backslash keeps its quotes.
+the quote the project's formatter asks for (ruff format's ``quote-style``, black's string
+normalisation) or, where none is configured, the one most of the module's own one-line literals
+use. Docstrings and other triple-quoted strings do not count, nor do quotes inside literals and
+comments, and a literal whose text holds a quote or backslash keeps its quotes.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 import libcst as cst
 
 _PREFIX = "rRbBuUfF"
 
 
-# the opening quote of a one-line literal where an expression starts: after `=`, `(`, `[`, `{`,
-# `,`, `:`, `+` or a keyword (a tokenizer agrees on 98% of the files tuned on, at a thirtieth of its cost)
-_OPENING = re.compile(r"""(?:[=(\[{,:+]|\b(?:in|return|if|else|and|or|not|is))[ \t]*[rRbBuUfF]{0,2}(['"])(?!\1\1)""")
+# a comment, or a whole string literal (triple-quoted or one-line, with its prefix), in source order:
+# what lies inside a docstring, another literal or a comment is consumed with it and never counted
+_LITERAL = re.compile(
+    r"""#[^\n]*|[rRbBuUfF]{0,2}(?:\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')""",
+    re.S,
+)
 
 
 # what a formatter leaves as written: `# fmt: off` ... `# fmt: on` (or the end) and `# fmt: skip` lines
 _UNFORMATTED = re.compile(r"^[ \t]*# fmt: off\b.*?(?:^[ \t]*# fmt: on\b|\Z)|^[^\n]*# fmt: skip[ \t]*$", re.M | re.S)
 
 
-def preferred_quote(text: str) -> str:
-    """``'`` when more one-line string literals of ``text`` open with single quotes than double, else ``"``.
+def preferred_quote(text: str, path: str | None = None) -> str:
+    """The quote a literal added to ``text`` (the source of ``path``, when it is a file) uses: the
+    one the project's formatter configures for it (:func:`configured_quote`), else ``'`` when more
+    one-line string literals of ``text`` open with single quotes than double, else ``"``.
     Code the formatter does not touch does not count: fairseq keeps single-quoted `add_argument`
     calls under `# fmt: off` in files whose other strings ruff format keeps double."""
+    configured = configured_quote(os.path.dirname(path)) if path else None
+    if configured:
+        return configured
     if "fmt:" in text:
         text = _UNFORMATTED.sub("", text)
     single = double = 0
-    for m in _OPENING.finditer(text):
-        if m.group(1) == "'":
+    for m in _LITERAL.finditer(text):
+        body = m.group().lstrip(_PREFIX)
+        if body[:1] == "#" or body[:3] in ('"""', "'''"):
+            continue
+        if body[:1] == "'":
             single += 1
         else:
             double += 1
     return "'" if single > double else '"'
+
+
+def _quote_of_tables(fmt, black) -> str | None:
+    """The quote ruff format's ``fmt`` table or black's ``black`` table asks for (None: keeps them)."""
+    if isinstance(fmt, dict):
+        style = fmt.get("quote-style", "double")
+        return {"double": '"', "single": "'"}.get(style)
+    if isinstance(black, dict):
+        return None if black.get("skip-string-normalization") or black.get("skip_string_normalization") else '"'
+    return None
+
+
+@lru_cache(maxsize=256)
+def configured_quote(directory: str) -> str | None:
+    """The quote the formatter configured for files in ``directory`` writes strings with: the
+    nearest ``ruff.toml``/``.ruff.toml`` (its ``[format]`` table) or ``pyproject.toml`` with a
+    ``[tool.ruff.format]`` or ``[tool.black]`` table, searched upwards. None where no formatter is
+    configured (or it keeps quotes as written: ``quote-style = "preserve"``, black's
+    ``skip-string-normalization``): then the module's own literals decide."""
+    from .line_length import read_toml
+
+    here = os.path.abspath(directory)
+    while True:
+        for name in ("ruff.toml", ".ruff.toml"):
+            candidate = os.path.join(here, name)
+            if os.path.isfile(candidate):
+                return _quote_of_tables(read_toml(candidate).get("format"), None)
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            tool = read_toml(candidate).get("tool", {})
+            ruff = tool.get("ruff") if isinstance(tool, dict) else None
+            fmt = ruff.get("format") if isinstance(ruff, dict) else None
+            black = tool.get("black") if isinstance(tool, dict) else None
+            if isinstance(fmt, dict) or isinstance(black, dict):
+                return _quote_of_tables(fmt, black)
+            if isinstance(ruff, dict):
+                return None
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
 def _convertible(text: str) -> bool:

@@ -125,10 +125,11 @@ class Module:
 
     @cached_property
     def quote(self) -> str:
-        """The quote most of the module's one-line string literals use (:mod:`.quotes`)."""
+        """The quote the project's formatter (or else the module's literals) asks for (:mod:`.quotes`)."""
+        from .first_party import rewritten_file
         from .quotes import preferred_quote
 
-        return preferred_quote(self.text)
+        return preferred_quote(self.text, rewritten_file())
 
     # ------------------------------------------------------------------ lines
     def _lines_of(self, node: cst.CSTNode) -> int:
