@@ -13,7 +13,6 @@ only when each of those sites has a fix at least as safe; else the guard gets a 
 from __future__ import annotations
 
 import ast
-import re
 
 from .cuda_only import SAYING
 from .device_dispatch import later_device_branch
@@ -36,6 +35,7 @@ from .guard_skips import (
     skip_statement,
     stops,
 )
+from .guard_subjects import cpu_build_choice, cuda_key_branch, extension_build, toolkit_test
 from .name_words import names_gpu, string_picks_gpu
 
 #: Keyword arguments a guard's value may feed without deciding device-specific code.
@@ -261,15 +261,19 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if kernel:
         return None, (f"the code it decides calls {kernel}; on Trainium the guard would let it run. Keep the CUDA "
                       "test there (the CUDA path keeps working, other devices keep the other path)")
-    toolkit = _toolkit_test(ctx, call)
+    key = cuda_key_branch(ctx, call)
+    if key:
+        return None, (f"it is in the branch for a name of a CUDA device ({key}): the code handles CUDA's "
+                      "devices by name (a checkpoint's `cuda:0` RNG state), which no other device has. Keep it")
+    toolkit = toolkit_test(ctx, call)
     if toolkit:
         return None, (f"it is asked together with `{toolkit}` (where the CUDA toolkit is installed): the test "
                       "decides whether CUDA code is built, which Trainium has no use for. Keep it")
-    built = _extension_build(ctx, call)
+    built = extension_build(ctx, call)
     if built:
         return None, (f"the code it decides builds CUDA code ({built}): the test asks whether nvcc can compile "
                       "the extension's CUDA sources, and Trainium needs the CPU build. Keep it")
-    build = _cpu_build_choice(ctx, call)
+    build = cpu_build_choice(ctx, call)
     if build:
         return None, (f"without CUDA it picks {build}, a CPU build of another package: the test chooses which "
                       "build of that software to install or load, and Trainium needs its CPU build too. Keep it")
@@ -278,6 +282,9 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
         return None, (f"the code it decides picks {gpu}, which names the GPU: in this project that is likely "
                       "its CUDA path (composer's `DeviceGPU`, with NCCL and CUDA's GradScaler), which Trainium "
                       "would then take. Keep the CUDA test there, or give Trainium its own branch")
+    named = _cuda_named_value(ctx, nodes, call)
+    if named:
+        return None, f"the code it decides {named}. Keep the CUDA test there"
     raised = raised_reason(ctx, call)
     if raised:
         return None, (f"the error it raises without CUDA ({raised[:60]!r}) names what needs CUDA; decide by hand "
@@ -319,64 +326,30 @@ def _gpu_choice(ctx, nodes, guard) -> str:
     return ""
 
 
-def _cpu_build_choice(ctx, guard) -> str:
-    """``f"tensorflow{'' if torch.cuda.is_available() else '-cpu'}"`` (yolov5's export): the string
-    naming a CPU build (``-cpu``, ``faiss-cpu``) in the arm the test takes without CUDA, or ``""``."""
-    choice = ctx.parent(guard)
-    if isinstance(choice, ast.Assign) and len(choice.targets) == 1 and isinstance(choice.targets[0], ast.Name):
-        # through a flag: `cuda = torch.cuda.is_available()`, then `'' if cuda else '-cpu'` (FastSAM's export)
-        name = choice.targets[0].id
-        scope = ctx.enclosing_function(choice) or ctx.tree
-        arms = [n.orelse for n in ctx.walk(scope) if isinstance(n, ast.IfExp) and isinstance(n.test, ast.Name)
-                and n.test.id == name]
-    elif isinstance(choice, ast.IfExp) and choice.test is guard:
-        arms = [choice.orelse]
-    else:
-        return ""
-    return next((f"`{n.value!r}` (line {n.lineno})" for arm in arms for n in ast.walk(arm)
-                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and _CPU_BUILD.search(n.value)), "")
+_DEVICE_WORDS = frozenset({"device", "devices", "id", "ids", "index", "gpu", "gpus"})
+_VERSIONS = frozenset({"torch.version.cuda", "torch.version.hip"})
 
 
-_CPU_BUILD = re.compile(r"[-_]cpu$", re.IGNORECASE)
+def _cuda_named_value(ctx, nodes, guard) -> str:
+    """What in the decided code is CUDA's whatever the device, as the note says it, or ``""``: a
+    variable or argument named for a CUDA device that it sets (allennlp's ``cuda_device = 0`` then
+    ``.cuda(cuda_device)``; flair handing ``cuda_device`` to allennlp's ELMo), or a read of the CUDA
+    or ROCm version (speechbrain's environment report: both are None on other builds)."""
+    from .name_words import name_words
 
-
-_TOOLKITS = frozenset({"CUDA_HOME", "CUDA_PATH"})
-
-
-#: Names and flags of a C++/CUDA extension's build: what an ``if`` deciding them decides is the build.
-_BUILD_NAMES = frozenset({"extra_cuda_cflags", "_is_cuda_file", "CUDAExtension", "nvcc"})
-_BUILD_FLAG = re.compile(r"^-D\w*CUDA\w*$|\.cu$")
-
-
-def _extension_build(ctx, call: ast.AST) -> str:
-    """What the ``if`` whose test holds ``call`` builds for CUDA (torchdrug's ``load_extension``: with
-    CUDA, ``extra_cuda_cflags`` and ``-DCUDA_OP``; without, the ``.cu`` sources dropped), or ``""``."""
-    stmt = ctx.parent(call)
-    while isinstance(stmt, (ast.BoolOp, ast.UnaryOp, ast.Compare)):
-        stmt = ctx.parent(stmt)
-    if not isinstance(stmt, ast.If):
-        return ""
-    for n in (n for part in (stmt.body, stmt.orelse) for top in part for n in ast.walk(top)):
-        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else n.arg if isinstance(
-            n, ast.keyword) else ""
-        if name in _BUILD_NAMES:
-            return f"`{name}`, line {n.lineno if hasattr(n, 'lineno') else stmt.lineno}"
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and _BUILD_FLAG.search(n.value):
-            return f"`{n.value}`, line {n.lineno}"
-    return ""
-
-
-def _toolkit_test(ctx, call: ast.AST) -> str:
-    """``CUDA_HOME`` when the test around ``call`` also asks about the CUDA toolkit (XMem's syncbn
-    loader: ``if torch.cuda.is_available() and CUDA_HOME is not None:`` adds the ``.cu`` sources and
-    ``-DWITH_CUDA`` to a build), else ``""``."""
-    test = call
-    while isinstance(ctx.parent(test), (ast.BoolOp, ast.UnaryOp)):
-        test = ctx.parent(test)
-    for n in ast.walk(test):
-        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
-        if name in _TOOLKITS:
-            return name
+    for top in nodes:
+        for n in _walk_decided(ctx, top, guard):
+            if isinstance(n, ast.Attribute) and n.attr in ("cuda", "hip") and ctx.qualname(n) in _VERSIONS:
+                return f"reads `{ctx.qualname(n)}` (line {n.lineno}), which is None on other builds"
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+            names = [t.id if isinstance(t, ast.Name) else t.attr for t in targets if isinstance(t, (ast.Name, ast.Attribute))]
+            if isinstance(n, ast.keyword) and n.arg:
+                names.append(n.arg)
+            for name in names:
+                words = name_words(name)
+                if "cuda" in words and _DEVICE_WORDS & set(words):
+                    return (f"sets `{name}` (line {getattr(n, 'lineno', 0) or ctx.parent(n).lineno}), named for "
+                            "CUDA: what reads it expects a CUDA device (allennlp's `.cuda(cuda_device)`)")
     return ""
 
 

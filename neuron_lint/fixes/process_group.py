@@ -9,8 +9,12 @@ none of them the Neuron device's) or communicates through Horovod (CPU and CUDA 
 from __future__ import annotations
 
 import ast
+import functools
+import os
+import re
 
 from ..engine.parameters import parameter_defaults
+from .project_scan import project_root, python_files
 
 #: What a module does over its process group with the tensors on its devices.
 _COLLECTIVES = ("DistributedDataParallel", "DDP", "all_reduce", "all_gather", "reduce_scatter")
@@ -89,4 +93,31 @@ def fixed_backends(ctx) -> str:
         tested = isinstance(parent, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
         if tested or isinstance(parent, (ast.comprehension, ast.For)):
             return f"{', '.join(ast.unparse(e) for e in n.elts)} (line {n.lineno})"
+    return ""
+
+
+# `dist.get_backend() != "nccl"`, `get_backend(group) == 'nccl'`, `"nccl" == dist.get_backend()`
+_ASKS_NCCL = re.compile(rb"""get_backend\([^()]*\)\s*[!=]=\s*['"]nccl['"]|['"]nccl['"]\s*[!=]=\s*[\w.]*get_backend\(""")
+
+
+def nccl_asked(ctx) -> str:
+    """Where the module or its project asks whether the process group is NCCL's to place tensors
+    (allennlp's ``distributed_device()``: CPU unless ``dist.get_backend() == "nccl"``), as
+    ``"nn/util.py:2122"``, or ``""``. With the backend rewritten, Trainium's group is the Neuron
+    device's, that test says "not NCCL", and the collectives get CPU tensors."""
+    m = _ASKS_NCCL.search(ctx.text.encode("utf-8", "replace"))
+    if m:
+        return f"line {ctx.text.count(chr(10), 0, m.start()) + 1}"
+    path = getattr(ctx, "path", "") or ""
+    root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
+    return _project_asks_nccl(root) if root else ""
+
+
+@functools.lru_cache(maxsize=32)
+def _project_asks_nccl(root: str) -> str:
+    for full, data in python_files(root):
+        m = _ASKS_NCCL.search(data)
+        if m:
+            line = data.count(b"\n", 0, m.start()) + 1
+            return f"{os.path.relpath(full, root)}:{line}"
     return ""

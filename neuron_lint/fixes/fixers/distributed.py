@@ -21,6 +21,7 @@ from ..device_choice import device_data
 from ..device_literal import plan_device_type
 from ..keyword_args import without_arg
 from ..plan import dist_alias
+from ..process_group import nccl_asked
 
 
 def plan_backend(ctx, hit, node, fixer: str | None = None, kind: str = "SimpleString",
@@ -66,6 +67,12 @@ class Distributed:
         if not (isinstance(node, ast.Constant) and node.value == "nccl"):
             ctx.note(hit, "not rewritten: a backend string naming devices (`cpu:gloo,cuda:nccl`) needs a "
                           "`neuron:neuron` entry added by hand")
+            return None
+        asked = nccl_asked(ctx)
+        if asked:
+            ctx.note(hit, f"not rewritten: the project asks whether its process group is NCCL's to place tensors "
+                          f"(`get_backend() == \"nccl\"`, {asked}); with the device's backend that test sends "
+                          "Trainium's collectives CPU tensors. Rewrite those tests first")
             return None
         choice = _nccl_or_gloo(ctx, node)
         if choice is not None:
