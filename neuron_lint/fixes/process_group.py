@@ -110,12 +110,17 @@ def nccl_asked(ctx) -> str:
         return f"line {ctx.text.count(chr(10), 0, m.start()) + 1}"
     path = getattr(ctx, "path", "") or ""
     root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
-    return _project_asks_nccl(root) if root else ""
+    if not root:
+        return ""
+    # in a repository of several projects without markers of their own (InternImage's
+    # classification/ and segmentation/), only the file's own top folder
+    parts = os.path.relpath(os.path.abspath(path), root).split(os.sep)
+    return _project_asks_nccl(root, parts[0] if len(parts) > 1 else "")
 
 
 @functools.lru_cache(maxsize=32)
-def _project_asks_nccl(root: str) -> str:
-    for full, data in python_files(root):
+def _project_asks_nccl(root: str, top: str) -> str:
+    for full, data in python_files(root, (lambda parts, name: parts[:1] == (top,)) if top else None):
         m = _ASKS_NCCL.search(data)
         if m:
             line = data.count(b"\n", 0, m.start()) + 1

@@ -1,0 +1,46 @@
+"""A `"nccl"` backend stays where the project decides where tensors go by asking whether its
+process group is NCCL's (allennlp, set 51): rewritten to the device's backend, that question says
+"not NCCL" on Trainium and the collectives get CPU tensors. In a repository of several projects
+(InternImage's classification/ and segmentation/, set 41) only the file's own folder counts."""
+
+from neuron_lint.config.settings import Settings
+from neuron_lint.fixes.files import fix_file
+
+TRAIN = '''import torch.distributed as dist
+
+
+def setup(rank, world_size):
+    dist.init_process_group(backend="nccl", rank=rank, world_size=world_size)
+'''
+
+ASKS = '''import torch
+import torch.distributed as dist
+
+
+def place(tensor):
+    return tensor.cpu() if dist.get_backend() != "nccl" else tensor
+'''
+
+
+def _project(tmp_path, asks_in: str):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.8"]\n')
+    for folder in ("train", "other"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "train" / "main.py").write_text(TRAIN)
+    (tmp_path / asks_in / "util.py").write_text(ASKS)
+    return tmp_path / "train" / "main.py"
+
+
+def test_nccl_stays_where_the_project_asks_the_backend_name(tmp_path):
+    main = _project(tmp_path, "train")
+    result = fix_file(main, Settings(select=("NRN206",), unsafe_fixes=True))
+    assert not result.written
+    assert main.read_text() == TRAIN
+
+
+def test_another_top_folder_of_the_repository_does_not_count(tmp_path):
+    main = _project(tmp_path, "other")
+    assert fix_file(main, Settings(select=("NRN206",), unsafe_fixes=True)).written
+    assert 'backend="nccl"' not in main.read_text()
+    assert "get_default_backend_for_device" in main.read_text()
