@@ -91,3 +91,20 @@ def toolkit_test(ctx, call: ast.AST) -> str:
         if name in _TOOLKITS:
             return name
     return ""
+
+
+#: ``torch.cuda``'s RNG state per CUDA device: no fix rewrites them.
+_CUDA_RNG_STATES = frozenset({"torch.cuda.get_rng_state", "torch.cuda.get_rng_state_all", "torch.cuda.set_rng_state",
+                              "torch.cuda.set_rng_state_all"})
+
+
+def cuda_rng_note(ctx, call: ast.AST) -> str:
+    """Why a device count stays when the function around ``call`` saves or restores CUDA's
+    per-device RNG states, or ``""``: avalanche's ``cuda_rng_load_state`` counts the devices whose
+    states it restores with ``torch.cuda.set_rng_state``; counting NeuronCores there would warn of
+    missing states on every reload while Neuron's own RNG is never restored."""
+    scope = ctx.enclosing_function(call) or ctx.tree
+    rng = next((f"`{ctx.qualname(n.func)}` (line {n.lineno})" for n in ctx.walk(scope)
+                if isinstance(n, ast.Call) and ctx.qualname(n.func) in _CUDA_RNG_STATES), "")
+    return (f"not rewritten: it counts the devices whose CUDA RNG states {rng} keeps; a count of another "
+            "device's would not match them. Port the two together") if rng else ""

@@ -308,6 +308,14 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     return sites + [[*ctx.span(n), ""] for n in nodes if hasattr(n, "lineno")], ""
 
 
+def _looked_up_or_asked(ctx, node) -> bool:
+    """Is the string ``node`` compared, or a key looked up (asteroid's ``conf["use_gpu"]``,
+    ``opts.get("gpu")``), rather than a value picked?"""
+    parent = ctx.parent(node)
+    return isinstance(parent, (ast.Compare, ast.Subscript)) or (
+        isinstance(parent, ast.Call) and getattr(parent.func, "attr", "") in ("get", "pop") and node in parent.args[:1])
+
+
 def _gpu_choice(ctx, nodes, guard) -> str:
     """What in the decided code picks the project's GPU path: a ``"gpu"`` string (composer's
     ``device="gpu"``), GPU indices as a string (yolov7's ``select_device('0' if
@@ -317,7 +325,7 @@ def _gpu_choice(ctx, nodes, guard) -> str:
     for top in nodes:
         for n in _walk_decided(ctx, top, guard):
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and string_picks_gpu(n.value) and (
-                    not isinstance(ctx.parent(n), ast.Compare)):  # picked, not asked about
+                    not _looked_up_or_asked(ctx, n)):  # picked, not asked about
                 return f"`{n.value!r}` (line {n.lineno})"
             if isinstance(n, ast.Call):
                 name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")

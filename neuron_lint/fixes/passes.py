@@ -157,14 +157,21 @@ def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: 
 
 #: Fixes that decide where tensors and modules live (`.cuda()`, a CUDA device).
 _PLACEMENTS = ("NRN201", "NRN202")
+#: ... and the device tests that choose between them (pyannote's `get_devices()`: a count
+#: rewritten while the `f"cuda:{index:d}"` it decides was too long left CUDA devices on Trainium).
+_DECIDING = ("`torch.cuda.is_available`", "`torch.cuda.device_count`")
+
+
+def _moves_or_decides(f: Finding) -> bool:
+    return f.code in (*_PLACEMENTS, "NRN208", "NRN211") or (f.code == "NRN203" and f.message.startswith(_DECIDING))
 
 
 def _tied_placements(current: str, path: str, dropped: list[Finding], applied: list[Finding]) -> dict[int, tuple]:
-    """The applied placements in a function where a placement was dropped for the line length, each
-    with the line of one dropped (InternImage's ``collect_results_gpu``: two of its three
+    """The applied placements (and device tests) in a function where a placement was dropped for the
+    line length, each with the line of one dropped (InternImage's ``collect_results_gpu``: two of its three
     ``device='cuda'`` moved, the third too long, and the copy between them mixed devices)."""
     left = [f for f in dropped if f.code in _PLACEMENTS]
-    moved = [f for f in applied if f.code in _PLACEMENTS]
+    moved = [f for f in applied if _moves_or_decides(f)]
     if not (left and moved):
         return []
     import ast

@@ -105,9 +105,10 @@ def _block_of(ctx, stmt):
 _MAPPED = ("torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.deterministic")
 
 
-def _cuda_flag(ctx, stmt) -> ast.If | None:
+def _cuda_flag(ctx, stmt, availability: bool = False) -> ast.If | None:
     """The ``if`` around ``stmt`` whose test is a flag named for CUDA rather than an availability
-    test (stable-baselines3's ``if using_cuda:``, set from ``device.type == "cuda"``), or None."""
+    test (stable-baselines3's ``if using_cuda:``, set from ``device.type == "cuda"``), or None;
+    with ``availability``, an availability test counts too."""
     for p in ctx.ancestors(stmt):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return None
@@ -118,16 +119,20 @@ def _cuda_flag(ctx, stmt) -> ast.If | None:
             named = any("cuda" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
                         and not (ctx.qualname(n) or "").startswith("torch.")
                         for n in ast.walk(p.test) if isinstance(n, (ast.Name, ast.Attribute)))
-            if named and "is_available" not in text and "device_count" not in text:
+            asks = "is_available" in text or "device_count" in text
+            if (named and not asks) or (availability and asks and "torch.cuda" in text):
                 return p
     return None
 
 
 def _kept_mapping(ctx, assign: ast.Assign, qual: str) -> str:
     """Why a flag with a device-agnostic mapping keeps its line (the note's words), or ``""``."""
-    flag = _cuda_flag(ctx, assign) if qual in _MAPPED else None
+    # `use_deterministic_algorithms` is process-wide: under an availability test that may stay
+    # CUDA's (avalanche's test helper) it would change CUDA runs for no Trainium one
+    flag = _cuda_flag(ctx, assign, qual == "torch.backends.cudnn.deterministic") if qual in _MAPPED else None
     if flag is not None:
-        return (f"it runs only where `{ctx.segment(flag.test)}` holds (line {flag.lineno}), a flag for CUDA: the "
+        kind = "test" if "torch.cuda" in ctx.segment(flag.test) else "flag"
+        return (f"it runs only where `{ctx.segment(flag.test)}` holds (line {flag.lineno}), a {kind} for CUDA: the "
                 "device-agnostic call would change CUDA runs and never run on Trainium")
     if qual == "torch.backends.cuda.matmul.allow_tf32":
         read = next((n for n in ctx.walk(ctx.enclosing_function(assign) or ctx.tree)

@@ -14,8 +14,7 @@ that overrides the rule's. ``args`` says which calls carry over:
 ``torch.cuda.is_available()`` is a device guard: it is rewritten only when everything it decides
 is rewritten too (see :func:`neuron_lint.fixes.guard_settle.settle`), so that on Trainium the program
 takes the branch meant for the accelerator and on CUDA the same branch as before.
-``torch.cuda.manual_seed(_all)(s)`` right next to ``torch.manual_seed(s)`` is a duplicate
-(``torch.manual_seed`` seeds every device) and is removed, safely.
+``torch.cuda.manual_seed(_all)(s)`` next to ``torch.manual_seed(s)`` (which seeds every device) is removed, safely.
 """
 
 from __future__ import annotations
@@ -25,16 +24,14 @@ import re
 
 from ..cuda_only import dotted, only_described
 from ..guard_skips import skipped_test
+from ..guard_subjects import cuda_rng_note
 from ..guards import decided_region
 from ..keyword_args import module_comments
 from ..legacy_tensor import legacy_dtype, plan_legacy_tensor, rewrite_legacy_tensor
 from ..stream_handles import STREAM_GETTERS, cuda_stream_needed
 from .cuda_call import looks_like_index, set_negative
 
-_KEYWORDS = {
-    "stream": frozenset({"priority"}),
-    "event": frozenset({"enable_timing", "blocking", "interprocess"}),
-}
+_KEYWORDS = {"stream": frozenset({"priority"}), "event": frozenset({"enable_timing", "blocking", "interprocess"})}
 _SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
 #: Where ``torch.accelerator`` lacks a call before the project's oldest PyTorch (memory statistics
 #: need 2.9), the map's ``older`` target (the call on ``torch.get_device_module()``) serves from this
@@ -301,8 +298,7 @@ class CudaApi:
                               f"{ctx.settings.min_torch}; pass --min-torch {since} (TorchNeuron itself needs 2.13) "
                               "to get the rewrite")
                 return None
-            # the same call on the current accelerator's own module: `torch.cuda` itself on CUDA; on
-            # Trainium `torch.neuron`'s copy, known only from the pre-release source
+            # the call on the current device's module: `torch.cuda` on CUDA, pre-release `torch.neuron`'s on Trainium
             target, safety = older, "unsafe"
         if entry.get("use") == "description" and call is not None and not only_described(ctx, call):
             ctx.note(hit, f"not rewritten: the result is read for more than its name and total memory "
@@ -358,6 +354,8 @@ class CudaApi:
             settled, plan = _as_guard(ctx, hit, call, target, data)
             if settled:
                 return plan
+        if hit.subject == "torch.cuda.device_count" and call is not None and (rng := cuda_rng_note(ctx, call)):
+            return ctx.note(hit, rng)
         node, kind = hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name"
         if form == "device" and call is not None and call.keywords:
             node, kind = call, "Call"  # the target takes the device positionally only
