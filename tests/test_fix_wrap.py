@@ -50,6 +50,9 @@ SHAPES = [
     # a `with` of one call is split inside the call's parentheses, `as` name or not
     "def f():\n    with torch.autocast(_current_device().type, enabled=_current_device().type != \"cpu\"):\n        pass\n",
     "with torch.autocast(_current_device().type, dtype=torch.bfloat16, enabled=_current_device().type != \"cpu\") as c:\n    pass\n",
+    # a comprehension whose content fits on a line opens its own brackets (InvokeAI, set 54: it was
+    # put in parentheses of its own, which ruff format then turned round)
+    "all_devices = [torch.device(f\"{DEVICE.type}:{i}\") for i in range(torch.accelerator.device_count())]\n",
     # a ternary value goes into parentheses of its own: on one line there, else one part per line
     "def f():\n    m = torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() else 0\n",
     "def f():\n    some_long_target_name_here_xxxxx = torch.accelerator.max_memory_allocated() if ok() else 0\n",
@@ -99,6 +102,8 @@ LEFT = [
     "x = StepResult(\n    loss=1,\n    reserved_gib=(torch.accelerator.max_memory_reserved() if torch.accelerator.is_available() else 0) / 1e9,\n)\n",
     "x = foo(\n    aaaa,\n    torch.distributed.get_default_backend_for_device(_current_device(), aaaaaaaaaaaaaaaaa),  # c\n)\n",
     "@unittest.skipUnless(torch.accelerator.device_count() >= 4, \"requires four CUDA devices\")  # why\ndef f():\n    pass\n",
+    # a comprehension too long for a line of its own: ruff splits it at `for`
+    "def f():\n    return {i: torch.device(f\"{DEVICE.type}:{i}\") for i in range(torch.accelerator.device_count())}\n",
 ]
 
 

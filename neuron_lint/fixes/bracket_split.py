@@ -87,7 +87,13 @@ def split_bracket(node: cst.BaseExpression, indent: str, explode: bool):
         return node.with_changes(elements=items, **{
             opening: getattr(node, opening).with_changes(whitespace_after=inner),
             closing: getattr(node, closing).with_changes(whitespace_before=outer)})
-    return None  # comprehensions and generator expressions: left to a person
+    if isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp)) and not explode:
+        # `[\n    elt for x in it\n]`, as ruff prints a comprehension whose content fits on a line
+        # (a longer one, split at `for` and `if`, is left to a person: every line must fit)
+        opening, closing = ("lbracket", "rbracket") if isinstance(node, cst.ListComp) else ("lbrace", "rbrace")
+        return node.with_changes(**{opening: getattr(node, opening).with_changes(whitespace_after=inner),
+                                    closing: getattr(node, closing).with_changes(whitespace_before=outer)})
+    return None  # generator expressions and exploded comprehensions: left to a person
 
 
 def plain_ternary(node: cst.BaseExpression) -> bool:
