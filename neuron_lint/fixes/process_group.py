@@ -81,8 +81,8 @@ def fixed_backends(ctx) -> str:
         return ""
     for n in ctx.walk(ctx.tree):
         if isinstance(n, (ast.Import, ast.ImportFrom)):
-            module = n.module or "" if isinstance(n, ast.ImportFrom) else n.names[0].name
-            if module.split(".")[0] == "horovod":
+            modules = [n.module or ""] if isinstance(n, ast.ImportFrom) else [a.name for a in n.names]
+            if any(m.split(".")[0] == "horovod" for m in modules):
                 return f"Horovod (line {n.lineno})"
         if not isinstance(n, (ast.List, ast.Tuple, ast.Set)) or len(n.elts) < 2:
             continue
@@ -105,9 +105,11 @@ def nccl_asked(ctx) -> str:
     (allennlp's ``distributed_device()``: CPU unless ``dist.get_backend() == "nccl"``), as
     ``"nn/util.py:2122"``, or ``""``. With the backend rewritten, Trainium's group is the Neuron
     device's, that test says "not NCCL", and the collectives get CPU tensors."""
-    m = _ASKS_NCCL.search(ctx.text.encode("utf-8", "replace"))
+    data = ctx.text.encode("utf-8", "replace")
+    m = _ASKS_NCCL.search(data)
     if m:
-        return f"line {ctx.text.count(chr(10), 0, m.start()) + 1}"
+        line = data.count(b"\n", 0, m.start()) + 1
+        return f"line {line}"
     path = getattr(ctx, "path", "") or ""
     root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
     if not root:
