@@ -340,8 +340,8 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
                 "tensors only; rewritten, Trainium would train on its NeuronCores inside a gloo group, and DDP "
                 "fails there. Give the group the device's backend (`dist.get_default_backend_for_device`) first")
     if backends:
-        return (f"not rewritten: the module communicates over {backends}, not the Neuron device's backend; on "
-                "Trainium its collectives take CPU tensors. Give it the `neuron` backend first")
+        return (f"not rewritten: the module communicates over {backends}, not the Neuron device's backend (gloo's and "
+                "MPI's take CPU and CUDA tensors only; Horovod's likely so). Give it the `neuron` backend first")
     return ""
 
 

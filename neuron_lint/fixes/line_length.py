@@ -116,34 +116,43 @@ def _other_tools_line_length(tool: dict) -> int | None:
     return None
 
 
+def formatter_configs(directory: str):
+    """Each folder from ``directory`` up to the root, as ``(folder, ruff, tool)``: its
+    ``ruff.toml``/``.ruff.toml`` as a dict (None when it has neither) and its ``pyproject.toml``'s
+    ``[tool]`` table (None when it has none): what :func:`line_length_of` and
+    :func:`.quotes.configured_quote` read, nearest first."""
+    here = os.path.abspath(directory)
+    while True:
+        ruff = next((read_toml(os.path.join(here, n)) for n in ("ruff.toml", ".ruff.toml")
+                     if os.path.isfile(os.path.join(here, n))), None)
+        tool = None
+        if ruff is None and os.path.isfile(os.path.join(here, "pyproject.toml")):
+            tool = read_toml(os.path.join(here, "pyproject.toml")).get("tool", {})
+            tool = tool if isinstance(tool, dict) else {}
+        yield here, ruff, tool
+        parent = os.path.dirname(here)
+        if parent == here:
+            return
+        here = parent
+
+
 @lru_cache(maxsize=256)
 def line_length_of(directory: str) -> int:
     """The line length configured for files in ``directory`` (searched upwards)."""
-    here = os.path.abspath(directory)
-    while True:
-        for name in ("ruff.toml", ".ruff.toml"):
-            candidate = os.path.join(here, name)
-            if os.path.isfile(candidate):
-                found = _valid(read_toml(candidate).get("line-length"))
-                return found or DEFAULT_LINE_LENGTH
-        candidate = os.path.join(here, "pyproject.toml")
-        if os.path.isfile(candidate):
-            tool = read_toml(candidate).get("tool", {})
-            if isinstance(tool, dict):
-                for section in ("ruff", "black"):
-                    table = tool.get(section)
-                    if isinstance(table, dict) and _valid(table.get("line-length")):
-                        return table["line-length"]
-            if isinstance(tool, dict):
-                other = _other_tools_line_length(tool)
-                if other:
-                    return other
-                if "ruff" in tool or "black" in tool:
-                    return DEFAULT_LINE_LENGTH
+    for here, ruff, tool in formatter_configs(directory):
+        if ruff is not None:
+            return _valid(ruff.get("line-length")) or DEFAULT_LINE_LENGTH
+        if tool is not None:
+            for section in ("ruff", "black"):
+                table = tool.get(section)
+                if isinstance(table, dict) and _valid(table.get("line-length")):
+                    return table["line-length"]
+            other = _other_tools_line_length(tool)
+            if other:
+                return other
+            if "ruff" in tool or "black" in tool:
+                return DEFAULT_LINE_LENGTH
         found = _ini_line_length(here)
         if found:
             return found
-        parent = os.path.dirname(here)
-        if parent == here:
-            return DEFAULT_LINE_LENGTH
-        here = parent
+    return DEFAULT_LINE_LENGTH

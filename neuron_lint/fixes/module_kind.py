@@ -349,7 +349,8 @@ def function_import(ctx, func) -> str:
     for fn in ctx.ancestors(func):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for n in ast.walk(fn):
-                if isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                # the function's own imports, not those of functions nested beside the call
+                if isinstance(n, ast.ImportFrom) and n.module and not n.level and ctx.enclosing_function(n) is fn:
                     found = next((f"{n.module}.{a.name}" for a in n.names if (a.asname or a.name) == func.id), "")
                     if found:
                         return found

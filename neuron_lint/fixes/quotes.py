@@ -74,28 +74,18 @@ def configured_quote(directory: str) -> str | None:
     ``[tool.ruff.format]`` or ``[tool.black]`` table, searched upwards. None where no formatter is
     configured (or it keeps quotes as written: ``quote-style = "preserve"``, black's
     ``skip-string-normalization``): then the module's own literals decide."""
-    from .line_length import read_toml
+    from .line_length import formatter_configs
 
-    here = os.path.abspath(directory)
-    while True:
-        for name in ("ruff.toml", ".ruff.toml"):
-            candidate = os.path.join(here, name)
-            if os.path.isfile(candidate):
-                return _quote_of_tables(read_toml(candidate).get("format"), None)
-        candidate = os.path.join(here, "pyproject.toml")
-        if os.path.isfile(candidate):
-            tool = read_toml(candidate).get("tool", {})
-            ruff = tool.get("ruff") if isinstance(tool, dict) else None
-            fmt = ruff.get("format") if isinstance(ruff, dict) else None
-            black = tool.get("black") if isinstance(tool, dict) else None
-            if isinstance(fmt, dict) or isinstance(black, dict):
-                return _quote_of_tables(fmt, black)
-            if isinstance(ruff, dict):
+    for _, ruff, tool in formatter_configs(directory):
+        if ruff is not None:
+            return _quote_of_tables(ruff.get("format"), None)
+        if tool is not None:
+            fmt = tool["ruff"].get("format") if isinstance(tool.get("ruff"), dict) else None
+            if isinstance(fmt, dict) or isinstance(tool.get("black"), dict):
+                return _quote_of_tables(fmt, tool.get("black"))
+            if isinstance(tool.get("ruff"), dict):
                 return None
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
+    return None
 
 
 def _convertible(text: str) -> bool:
