@@ -11,14 +11,15 @@ Decided per flag (checked against torch 2.13):
   ``torch.set_float32_matmul_precision("high")``/``("highest")``. Same cuBLAS state on CUDA
   (``allow_tf32`` and ``cuda.matmul.fp32_precision``), but the function also sets the CPU
   (oneDNN) matmul precision, which the flag leaves alone: **unsafe**.
-- ``torch.backends.cudnn.deterministic = True`` -> ``torch.use_deterministic_algorithms(True,
-  warn_only=True)``. Deleting it would leave a program that says it is deterministic and is not.
-  The replacement covers cuDNN convolutions and more (other ops pick deterministic kernels,
-  uninitialised memory is filled, ops with no deterministic kernel warn): **unsafe**. Not offered
-  when the module already calls ``use_deterministic_algorithms`` (a second call could override its
-  ``warn_only``; torchtitan's recipe). There the flag is redundant on CUDA while the mode is on
-  (cuDNN convolutions read ``deterministicCuDNN() || deterministicAlgorithms()``), but it outlives a
-  later ``use_deterministic_algorithms(False)``, so it is left, with a note.
+- ``torch.backends.cudnn.deterministic = True`` is left, with a note. Deleting it would leave a
+  program that says it is deterministic and is not; replacing it by
+  ``torch.use_deterministic_algorithms(True, warn_only=True)`` (until 2026-12-07) was wrong twice over:
+  other code reads the flag (classy_vision's ``copy_model_to_gpu``, called by every vissl run,
+  turns the cuDNN autotuner on when it is False, so a reproducible run became one that picks its
+  kernels per run), and the switch is global and much stricter than the author's (every op,
+  uninitialised memory filled; on Trainium it turns off the fusion of queued eager operations),
+  on every default run of a trainer that sets the flag with its seed (mmf). The note says how to
+  ask every device by hand.
 - ``torch.backends.cudnn.benchmark = True`` is left, with a note: it switches on the cuDNN
   autotuner, which makes GPU runs faster, and no device-agnostic switch does that (removing it, as
   0.1 did, slowed CUDA training down and changed its kernel choice).
@@ -29,8 +30,8 @@ Decided per flag (checked against torch 2.13):
 - ``torch.backends.cudnn.benchmark = False`` is the default too, but it is left: it turns off an
   autotuner switched on earlier, and with cuDNN determinism it keeps cuDNN to its one default
   algorithm (with the autotuner on it times the deterministic ones and may pick another per run).
-- Neither mapping is offered under a flag named for CUDA (stable-baselines3's ``if using_cuda:``:
-  the call would change CUDA runs and never run elsewhere), nor ``allow_tf32`` in a function that
+- The matmul mapping is not offered under a flag named for CUDA (stable-baselines3's ``if
+  using_cuda:``: the call would change CUDA runs and never run elsewhere), nor in a function that
   reads the flag to put it back (Fooocus's ``tf32_mode``: the precision would not be restored).
 - Everything else -- ``cudnn.allow_tf32 = False`` (convolutions: no device-agnostic switch),
   ``cudnn.deterministic = False``, ``enable_flash_sdp(...)`` and the other global SDPA switches
@@ -56,21 +57,6 @@ _HARMLESS = "it is harmless on Trainium (CUDA library settings likely have no ef
 
 def _bool(node) -> bool | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, bool) else None
-
-
-#: The process-wide determinism switches: a module that sets one of them (torchtune's seed helper sets
-#: the debug mode, "error" included) is not given a second, ``warn_only`` call that would override it.
-_DETERMINISM_SWITCHES = frozenset({"torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"})
-_DETERMINISM_NAMES = frozenset(name.rsplit(".", 1)[1] for name in _DETERMINISM_SWITCHES)
-
-
-def _calls_use_deterministic(ctx) -> bool:
-    if "_nrn209_det" not in ctx.__dict__:
-        ctx.__dict__["_nrn209_det"] = any(
-            isinstance(n, ast.Call) and (ctx.qualname(n.func) in _DETERMINISM_SWITCHES
-                                         or getattr(n.func, "attr", getattr(n.func, "id", "")) in _DETERMINISM_NAMES)
-            for n in ctx.walk(ctx.tree))
-    return ctx.__dict__["_nrn209_det"]
 
 
 #: Settings of the cuDNN convolution precision that ``cudnn.allow_tf32 = True`` could undo.
@@ -101,14 +87,13 @@ def _block_of(ctx, stmt):
     return parent, None
 
 
-#: The flags mapped to a device-agnostic call.
-_MAPPED = ("torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.deterministic")
+#: The flag mapped to a device-agnostic call.
+_MAPPED = ("torch.backends.cuda.matmul.allow_tf32",)
 
 
-def _cuda_flag(ctx, stmt, availability: bool = False) -> ast.If | None:
+def _cuda_flag(ctx, stmt) -> ast.If | None:
     """The ``if`` around ``stmt`` whose test is a flag named for CUDA rather than an availability
-    test (stable-baselines3's ``if using_cuda:``, set from ``device.type == "cuda"``), or None;
-    with ``availability``, an availability test counts too."""
+    test (stable-baselines3's ``if using_cuda:``, set from ``device.type == "cuda"``), or None."""
     for p in ctx.ancestors(stmt):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return None
@@ -120,19 +105,16 @@ def _cuda_flag(ctx, stmt, availability: bool = False) -> ast.If | None:
                         and not (ctx.qualname(n) or "").startswith("torch.")
                         for n in ast.walk(p.test) if isinstance(n, (ast.Name, ast.Attribute)))
             asks = "is_available" in text or "device_count" in text
-            if (named and not asks) or (availability and asks and "torch.cuda" in text):
+            if named and not asks:
                 return p
     return None
 
 
 def _kept_mapping(ctx, assign: ast.Assign, qual: str) -> str:
     """Why a flag with a device-agnostic mapping keeps its line (the note's words), or ``""``."""
-    # `use_deterministic_algorithms` is process-wide: under an availability test that may stay
-    # CUDA's (avalanche's test helper) it would change CUDA runs for no Trainium one
-    flag = _cuda_flag(ctx, assign, qual == "torch.backends.cudnn.deterministic") if qual in _MAPPED else None
+    flag = _cuda_flag(ctx, assign) if qual in _MAPPED else None
     if flag is not None:
-        kind = "test" if "torch.cuda" in ctx.segment(flag.test) else "flag"
-        return (f"it runs only where `{ctx.segment(flag.test)}` holds (line {flag.lineno}), a {kind} for CUDA: the "
+        return (f"it runs only where `{ctx.segment(flag.test)}` holds (line {flag.lineno}), a flag for CUDA: the "
                 "device-agnostic call would change CUDA runs and never run on Trainium")
     if qual == "torch.backends.cuda.matmul.allow_tf32":
         read = next((n for n in ctx.walk(ctx.enclosing_function(assign) or ctx.tree)
@@ -208,25 +190,13 @@ class BackendFlags:
             if value is not True:
                 ctx.note(hit, f"not rewritten: it only turns cuDNN determinism off (the default); {_HARMLESS}")
                 return None
-            other = next((n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Attribute) and n is not assign.targets[0]
-                          and ctx.qualname(n) == qual), None)
-            if other is not None:
-                ctx.note(hit, f"not rewritten: the module also reads or resets the flag (line {other.lineno}): a "
-                              "saved cuDNN setting put back after the work (opacus' embedding grad sampler); "
-                              "`torch.use_deterministic_algorithms` is global and would outlive that restore. "
-                              f"{_HARMLESS}")
-                return None
-            if _calls_use_deterministic(ctx):
-                ctx.note(hit, "not rewritten: the module already sets determinism for every device "
-                              "(`torch.use_deterministic_algorithms` or `torch.set_deterministic_debug_mode`, cuDNN "
-                              "included); a second call here could override its mode (`warn_only`), and the cuDNN "
-                              "flag adds nothing for other devices; "
-                              f"{_HARMLESS}")
-                return None
-            return ctx.propose(
-                hit, assign, "Assign",
-                "Use `torch.use_deterministic_algorithms(True, warn_only=True)` (every device; stricter than the cuDNN flag)",
-                {"call": "torch.use_deterministic_algorithms", "args": [True], "warn_only": True}, applicability="unsafe")
+            ctx.note(hit, "not rewritten: other code may read the flag (classy_vision's `copy_model_to_gpu` turns the "
+                          "cuDNN autotuner on when it is False), and the every-device switch, "
+                          "`torch.use_deterministic_algorithms(True, warn_only=True)`, is global and much stricter "
+                          "(every op; on Trainium it turns off the fusion of queued eager operations). Keep the flag, "
+                          "and add that call by hand where runs must be reproducible on every device; "
+                          f"{_HARMLESS}")
+            return None
         if qual == "torch.backends.cudnn.benchmark":
             if value is not True:
                 ctx.note(hit, "not removed: `benchmark = False` is the default, but it also switches off an "
@@ -321,17 +291,10 @@ class BackendFlags:
         if "backends" in data:
             return self._rewrite_sdp_kernel(rx, original, updated, data)
         if "call" in data:
-            args = [cst.Arg(value=cst.Name(str(a)) if isinstance(a, bool) else cst.SimpleString(f'"{a}"'))
-                    for a in data["args"]]
+            args = [cst.Arg(value=cst.SimpleString(f'"{a}"')) for a in data["args"]]
             if data.get("chosen"):  # the flag's own value picks the precision
                 args = [cst.Arg(value=cst.IfExp(test=updated.value, body=cst.SimpleString('"high"'),
                                                 orelse=cst.SimpleString('"highest"')))]
-            if data.get("warn_only"):
-                from ..nodes import keyword
-
-                args.append(keyword("warn_only", cst.Name("True")))
-            args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) if i < len(args) - 1 else a
-                    for i, a in enumerate(args)]
             call = cst.Call(func=rx.dotted(data["call"], original), args=args)
             return cst.Expr(value=call, semicolon=updated.semicolon)
         if "remove_line" in data:
