@@ -84,6 +84,26 @@ SHAPES = [
     "y = [\n    torch.distributed.get_default_backend_for_device(_current_device(), aaaaaaaaaaaaaaaaaaa),\n]\n",
     ("class A:\n    @unittest.skipUnless(torch.accelerator.device_count() >= 4, \"requires four CUDA devices\")\n"
      "    @other\n    def f(self):\n        pass\n"),
+    # one `key: value` pair of a dict already broken one pair per line (vissl's trainer, set 55)
+    ("def f():\n    while True:\n        if True:\n            input_sample = {\n"
+     "                \"input\": torch.cat(sample[\"data\"]).to(_current_device(), non_blocking=True),\n"
+     "                \"target\": torch.cat(sample[\"label\"]).cpu().numpy(),\n            }\n"),
+    # the one line of contents of a bracket opened onto lines of its own: one item per line
+    # (the annotated transformer's `init_process_group(` / `"nccl", init_method=...` / `)`, set 55)
+    ("def worker(gpu, ngpus_per_node):\n    if True:\n        dist.init_process_group(\n"
+     "            dist.get_default_backend_for_device(DEVICE), init_method=\"env://\", rank=gpu, world_size=ngpus\n"
+     "        )\n"),
+    "x = [\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, *c\n]\n",
+    "y = f(\n    *aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, **bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n)\n",
+    "z = {\n    \"a\": aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, **bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n}\n",
+    "t = (\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n)\n",
+    "w = obj.method(\n    aaaaaaaaaaaaaaaaaaaaaaaaa, b=[1, 2, 3], c={\"k\": 1}, ddddddddddddddddddddddddddddddddddddddd=4\n)\n",
+    # ... or a lone `a if b else c`, one part per line (avalanche's examples, set 53)
+    ("def main(args):\n    device = torch.device(\n"
+     "        f\"{DEVICE.type}:{args.cuda}\" if torch.accelerator.is_available() and args.cuda >= 0 else \"cpu\"\n    )\n"),
+    "x = f(\n    device=DEVICE.type if torch.accelerator.is_available() and args.cuda >= 0 else \"cpuuuuuuuuuuu\"\n)\n",
+    "z = {\n    \"a\": aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa if bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb else cccc\n}\n",
+    "q = [\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa if bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb else cccc\n]\n",
 ]
 # shapes left alone: the fix that made them long is dropped instead
 LEFT = [
@@ -104,6 +124,14 @@ LEFT = [
     "@unittest.skipUnless(torch.accelerator.device_count() >= 4, \"requires four CUDA devices\")  # why\ndef f():\n    pass\n",
     # a comprehension too long for a line of its own: ruff splits it at `for`
     "def f():\n    return {i: torch.device(f\"{DEVICE.type}:{i}\") for i in range(torch.accelerator.device_count())}\n",
+    # contents with a comment, a trailing comma, or an item too long for a line of its own; a lone
+    # item that is not a ternary; a subscript's contents; a bracket not opened onto lines of its own
+    "x = f(\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb  # c\n)\n",
+    "x = f(\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb,\n)\n",
+    "x = f(\n    a, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n)\n",
+    "x = f(\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa(bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb)\n)\n",
+    "x = y[\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n]\n",
+    "x = f(aaaa,\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n)\n",
 ]
 
 

@@ -15,15 +15,15 @@ becomes
 and, when the contents do not fit on one line either, one element per line with a trailing
 comma. Only the shapes whose formatted form is certain are handled (one-line simple statements
 and ``for``/``if``/``while`` headers whose expression ends in a bracket, ``with`` headers of one
-call, one-line decorators, one element of a bracket already broken one element per line, and an
+call, one-line decorators, one element (or ``key: value`` pair) of a bracket already broken one
+element per line, the one line of contents of a bracket opened onto lines of its own (then one
+item per line with a trailing comma, or a lone ``a if b else c`` one part per line), and an
 assigned or returned ``a if b else c``, in parentheses of its own or before bracket-free operands; no comments);
 :func:`wrap_lines` leaves every other statement as it is, and the caller then drops the fix that
 made it too long, as before.
 """
 
 from __future__ import annotations
-
-import ast
 
 import libcst as cst
 
@@ -39,6 +39,7 @@ from .bracket_split import (
     split_bracket,
     trailing_comma,
 )
+from .wrap_shapes import shapes_on
 
 _BRACKETED = (cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Set, cst.Dict,
               cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -224,15 +225,37 @@ class _Breaker:
 
         return self._pick(dec.decorator, False, render, column)
 
-    def element(self, arg: cst.Arg, column: int) -> str | None:
-        """The broken code of one element of a bracket already broken one element per line
-        (``backend=get_backend(device),``), split as a call statement is, its comma kept."""
+    def element(self, arg: cst.Arg | cst.DictElement, column: int) -> str | None:
+        """The broken code of one element (or ``key: value`` pair) of a bracket already broken one
+        element per line (``backend=get_backend(device),``), split as a call statement is, its comma kept."""
         module = cst.Module(body=[])
 
         def render(candidate):
             return module.code_for_node(arg.with_changes(value=candidate, comma=cst.MaybeSentinel.DEFAULT)) + ","
 
         return self._pick(arg.value, False, render, column)
+
+    def contents(self, items: list, column: int) -> str | None:
+        """The broken code of a bracket's one line of contents (the bracket itself opened onto lines
+        of its own): one item per line with a trailing comma, as ``ruff format`` breaks a bracket
+        whose contents do not fit; a lone ``a if b else c`` one part per line, at the same column."""
+        module = cst.Module(body=[])
+        none = cst.SimpleWhitespace("")
+        if len(items) == 1:
+            value = items[0].value
+            if not plain_ternary(value) or isinstance(items[0], (cst.StarredElement, cst.StarredDictElement)):
+                return None
+            item = items[0].with_changes(value=value.with_changes(whitespace_before_if=broken(""),
+                                                                  whitespace_before_else=broken("")))
+            code = module.code_for_node(item.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        else:
+            lines = []
+            for item in items:
+                if isinstance(item, cst.Arg):
+                    item = item.with_changes(whitespace_after_arg=none)
+                lines.append(module.code_for_node(item.with_changes(comma=cst.MaybeSentinel.DEFAULT)) + ",")
+            code = "\n".join(lines)
+        return code if "\n" in code and self._fits(column, code) else None
 
     def header(self, node, column: int) -> str | None:
         """The broken header (up to its colon) of a ``for``/``if``/``while`` statement, or of a
@@ -264,70 +287,6 @@ class _Breaker:
         return self._pick(head, optional, render, column)
 
 
-def _near(tree: ast.Module, lines: set[int]):
-    """The nodes of ``tree`` whose lines (a definition's decorators included) reach one of ``lines``,
-    with those of no position: ``ast.walk`` less the subtrees that cannot matter."""
-    if not lines:
-        return
-    first, last = min(lines), max(lines)
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            start = getattr(child, "lineno", None)
-            if start is not None:
-                for dec in getattr(child, "decorator_list", ()):
-                    start = min(start, dec.lineno)
-                end = child.end_lineno or start  # type: ignore[attr-defined]
-                if end < first or start > last or not any(start <= n <= end for n in lines):
-                    continue
-            todo.append(child)
-
-
-def _elements(tree: ast.Module, lines: set[int], source: list[str]):
-    """(line, "element") of the lines that hold exactly one element of a bracket broken one element
-    per line, with its trailing comma (a formatter keeps such a bracket broken and formats each
-    element on its own)."""
-    for node in _near(tree, lines):
-        if isinstance(node, ast.Call):
-            items = [*node.args, *(k for k in node.keywords if k.arg is not None)]
-        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            items = list(node.elts)
-        else:
-            continue
-        for item in items:
-            line = item.lineno
-            if (line not in lines or item.end_lineno != line or isinstance(item, ast.Starred)
-                    or not node.lineno < line < node.end_lineno):
-                continue
-            text = source[line - 1].rstrip("\r\n")
-            if text[:item.col_offset].strip(" ") == "" and text[item.end_col_offset:] == ",":
-                yield line, "element"
-
-
-def _candidates(tree: ast.Module, lines: set[int]):
-    """(line, kind) of the statements that start on ``lines`` and fit on that one line (their header,
-    for a compound statement)."""
-    for node in _near(tree, lines):
-        if not isinstance(node, ast.stmt) or (node.lineno not in lines and not getattr(node, "decorator_list", None)):
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for dec in node.decorator_list:
-                if dec.lineno in lines and dec.end_lineno == dec.lineno:
-                    yield dec.lineno, "decorator"
-        if isinstance(node, (ast.For, ast.If, ast.While)):
-            head = node.iter if isinstance(node, ast.For) else node.test
-            if head.end_lineno == node.lineno and node.body and node.body[0].lineno > node.lineno:
-                yield node.lineno, "header"
-        elif isinstance(node, ast.With) and len(node.items) == 1:
-            if node.end_lineno and node.body and node.body[0].lineno > node.lineno and isinstance(
-                    node.items[0].context_expr, ast.Call) and node.items[0].context_expr.end_lineno == node.lineno:
-                yield node.lineno, "header"
-        elif not hasattr(node, "body") and node.end_lineno == node.lineno:
-            yield node.lineno, "simple"
-
-
 def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -> str:
     """``text`` with the one-line statements starting on ``lines`` broken to fit ``limit``, where a
     formatter's form is certain (see the module docs); the rest stays as it is.
@@ -342,7 +301,7 @@ def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -
     indent_unit = "    "
     breaker = _Breaker(limit, indent_unit)
     changed = False
-    found = set(_candidates(tree, lines)) | set(_elements(tree, lines, source))
+    found = shapes_on(tree, lines, source)
     for number, kind in sorted(found, reverse=True):
         raw = source[number - 1]
         body = raw.rstrip("\r\n")
@@ -359,6 +318,14 @@ def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -
             elif kind == "element":
                 call = cst.parse_expression("_(" + code[:-1] + ")")
                 broken = breaker.element(call.args[0], column) if len(call.args) == 1 else None
+            elif kind == "pair":
+                pair = cst.parse_expression("{" + code[:-1] + "}")
+                broken = breaker.element(pair.elements[0], column) if len(pair.elements) == 1 else None
+            elif kind.startswith("contents"):
+                opener = kind[-1]
+                closer = {"(": ")", "[": "]", "{": "}"}[opener]
+                bracket = cst.parse_expression(("_(" if opener == "(" else opener) + code + closer)
+                broken = breaker.contents(list(bracket.args if opener == "(" else bracket.elements), column)
             elif kind == "decorator":
                 stmt = cst.parse_module(code + "\ndef _():\n" + indent_unit + "pass\n").body[0]
                 broken = breaker.decorator(stmt.decorators[0], column) if len(stmt.decorators) == 1 else None
