@@ -1467,3 +1467,40 @@ def test_a_device_a_test_sets_on_an_object_to_pretend_it_is_on_a_gpu_stays_cudas
     assert any("pretends to be on a GPU" in n for n in notes(FAKED_GPU, "tests/test_run.py", select=("NRN2",)))
     # outside the tests, such an assignment is the program's device and moves
     assert 'model.device = th.device("cuda")' not in fix_all(FAKED_GPU, "train.py")
+
+
+def test_a_move_to_another_tensors_get_device_goes_to_that_tensors_device():
+    # vid2vid (set 55): `.cuda(image.get_device())` was left ("may be a device object"), and
+    # `gpu_id = x.get_device()` ... `.cuda(gpu_id)` became `torch.device(DEVICE.type, gpu_id)`, which
+    # raises on a CPU host (get_device() is -1 there); `.to(x.device)` is the same move on CUDA
+    src = """
+    import torch
+
+
+    def resample(image, flow):
+        grid = (flow * 2).permute(0, 2, 3, 1).cuda(image.get_device())
+        return grid
+
+
+    def blend(img_feat, img_prev):
+        gpu_id = img_feat.get_device()
+        assert gpu_id == img_feat.get_device()
+        return img_prev.cuda(gpu_id) + img_feat
+
+
+    def dead_name(img_feat, img_prev):
+        gpu_id = img_feat.get_device()
+        return img_prev.cuda(gpu_id)
+    """
+    import torch
+
+    fixed = fix(src, select=("NRN201",))
+    assert ".to(image.device)" in fixed and ".to(img_feat.device)" in fixed
+    # a name used only by the moves keeps its use (rewritten to `.to(img_feat.device)` it would be
+    # left unused: ruff's F841)
+    assert fixed.count("torch.device(") == 2, fixed
+    scope: dict = {}
+    exec(compile(fixed, "fixed.py", "exec"), scope)
+    image, flow = torch.zeros(1, 2, 3, 3), torch.ones(1, 2, 3, 3)
+    assert scope["resample"](image, flow).device == image.device
+    assert torch.equal(scope["blend"](image, image), image + image)

@@ -339,19 +339,3 @@ def torch_imported_after(ctx, node: ast.AST) -> int:
     if not first or node.lineno >= first or ctx.enclosing_function(node) is not None:
         return 0
     return first
-
-
-def function_import(ctx, func) -> str:
-    """The qualified name a function's own import binds to the bare name ``func`` (ignite's ``from
-    torch.amp import autocast`` inside a ``try`` in the function whose closure calls it), or ``""``."""
-    if not isinstance(func, ast.Name):
-        return ""
-    for fn in ctx.ancestors(func):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for n in ast.walk(fn):
-                # the function's own imports, not those of functions nested beside the call
-                if isinstance(n, ast.ImportFrom) and n.module and not n.level and ctx.enclosing_function(n) is fn:
-                    found = next((f"{n.module}.{a.name}" for a in n.names if (a.asname or a.name) == func.id), "")
-                    if found:
-                        return found
-    return ""

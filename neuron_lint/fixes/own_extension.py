@@ -344,11 +344,14 @@ def _read(path: str) -> bytes:
 #: convolutions, pytorch3d, mmcv's ops, and the detectors built on them (mmdet's RoI heads and NMS are
 #: mmcv's ops: PVT's `get_flops.py` put a Mask R-CNN on the accelerator under a rewritten test), and
 #: torchsummary, whose `summary` makes its inputs on CUDA or else on the CPU (unet-pytorch's
-#: `summary.py`: a model moved to the accelerator got CPU inputs). (A
+#: `summary.py`: a model moved to the accelerator got CPU inputs), and maskrcnn_benchmark's detectors
+#: (its `_C` RoIAlign, RoIPool and NMS: mmf's feature extractors, set 55, and scene_graph_benchmark's
+#: AttrRCNN built on it). (A
 #: module using bitsandbytes gets no CUDA rewrite at all: :func:`.withheld.uses_bitsandbytes`.)
 _CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torch_sparse", "torch_cluster",
                                  "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops",
-                                 "mmdet", "mmdet3d", "mmrotate", "torchsummary",
+                                 "mmdet", "mmdet3d", "mmrotate", "torchsummary", "maskrcnn_benchmark",
+                                 "scene_graph_benchmark",
                                  # Isaac Gym simulates on CUDA or the CPU (cleanrl's PPO, set 41)
                                  "isaacgym", "isaacgymenvs"})
 

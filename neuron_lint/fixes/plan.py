@@ -17,6 +17,7 @@ from ..engine.parents import TreeParents
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
 from .local_device import local_device
+from .function_imports import FunctionImports
 from .module_kind import (
     binds_torch,
     forks_workers,
@@ -199,14 +200,13 @@ class PlanContext:
 
     # ------------------------------------------------------------------ names
     def qualname(self, node) -> str | None:
-        """``torch.cuda.synchronize`` for ``th.cuda.synchronize`` under ``import torch as th``."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name) or node.id not in self.import_bindings:
-            return None
-        return ".".join([self.import_bindings[node.id], *reversed(parts)])
+        """``torch.cuda.synchronize`` for ``th.cuda.synchronize`` under ``import torch as th`` (and
+        through a function's own imports: :mod:`neuron_lint.fixes.function_imports`)."""
+        return self._names.qualname(node)
+
+    @cached_property
+    def _names(self) -> FunctionImports:
+        return FunctionImports(self)
 
     @cached_property
     def bound(self) -> dict[str, int]:

@@ -27,7 +27,6 @@ import ast
 from ..device_choice import device_data, runs_at_import
 from ..device_literal import plan_device_type
 from ..keyword_args import with_commas
-from ..module_kind import function_import
 
 _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 _KWARGS_NOTE = ("not rewritten: the call passes `**kwargs`, which may hold `enabled`; the rewrite has to pass "
@@ -150,7 +149,7 @@ def _with_the_call(ctx, hit, fix):
     call = ctx.parent(parent) if isinstance(parent, ast.keyword) else parent
     if data.get("mode") != "literal" or not isinstance(call, ast.Call) or call.func is hit.node:
         return fix
-    name = ctx.qualname(call.func) or function_import(ctx, call.func)
+    name = ctx.qualname(call.func)
     scaler = name.rsplit(".", 1)[-1] == "GradScaler"
     if not (scaler or name.rsplit(".", 1)[-1] == "autocast"):
         return fix

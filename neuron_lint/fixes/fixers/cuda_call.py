@@ -101,6 +101,56 @@ def _holds_device(ctx, node) -> bool:
     return bool(found) and all(b is not None and _device_value(ctx, b.value) for b in found)
 
 
+def _plain_chain(node) -> bool:
+    """A name or a chain of attributes on one (``x``, ``self.feat``): reading it has no side effect."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _get_device_owner(ctx, index) -> ast.expr | None:
+    """The tensor whose ``get_device()`` the index is: vid2vid's ``.cuda(image.get_device())``, or
+    ``gpu_id = img_feat.get_device()`` before ``img_prev.cuda(gpu_id)``: moving to that tensor's
+    ``.device`` is the same move on CUDA, and also right on Trainium and on the CPU (where
+    ``get_device()`` is -1, which no device index accepts). None when it is not, when the tensor's
+    name may be bound again between the two, or when the name is used only by such moves (rewritten,
+    it would be left unused: ruff's F841)."""
+    from ..local_device import bindings
+
+    def owner(value) -> ast.expr | None:
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get_device"
+                and not value.args and not value.keywords and _plain_chain(value.func.value)):
+            return value.func.value
+        return None
+
+    if owner(index) is not None:
+        return owner(index)
+    fn = ctx.enclosing_function(index) if isinstance(index, ast.Name) else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    found = list(bindings(fn, index.id))
+    if len(found) != 1 or found[0] is None or owner(found[0].value) is None:
+        return None
+    tensor = owner(found[0].value)
+    moves = {id(c.args[0]) for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+             and c.func.attr == "cuda" and c.args}
+    if not any(isinstance(n, ast.Name) and n.id == index.id and isinstance(n.ctx, ast.Load) and id(n) not in moves
+               for n in ast.walk(fn)):
+        return None
+    root = tensor
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    text = ast.unparse(tensor)
+    for n in ast.walk(fn):  # the tensor (or its name) set again after `get_device()` was asked
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+            n, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        if targets and n.lineno > found[0].lineno and any(
+                ast.unparse(t) in (text, root.id) for t in targets for t in ast.walk(t)
+                if isinstance(t, (ast.Name, ast.Attribute))):
+            return None
+    return tensor
+
+
 def _own_mover(ctx, call) -> str:
     """``self.cuda()`` in a class that defines its own ``cuda`` or ``to``: the method ``.to(...)``
     would reach, or ``""``. flux's TensorRT ``Engine.to`` calls ``self.cuda()``, its own engine
@@ -246,6 +296,10 @@ class CudaCall:
                 index = k.value
             elif k.arg not in ("non_blocking", "memory_format"):
                 return None
+        tensor = _get_device_owner(ctx, index) if index is not None else None
+        if tensor is not None:
+            return ctx.propose(hit, call, "Call", "Move to that tensor's device with `.to(....device)`",
+                               {"owner": ast.unparse(tensor)})
         if _holds_device(ctx, index):  # `.cuda(device)` with a device object: `.to(device)`, as it is
             return ctx.propose(hit, call, "Call", "Move to that device with `.to(...)`", {"as_is": True})
         current = _is_current_index(ctx, index)
@@ -284,7 +338,9 @@ class CudaCall:
         if index_at is not None and data.get("current"):  # `.cuda(torch.cuda.current_device())` is `.cuda()`
             del args[index_at]
             index_at = None
-        if data.get("as_is"):
+        if data.get("owner"):  # `.cuda(x.get_device())` -> `.to(x.device)`
+            target = rx.expression("{owner}.device", owner=rx.expression(data["owner"]))
+        elif data.get("as_is"):
             target = args[index_at].value
         elif index_at is None or is_none(args[index_at].value):
             target = rx.device(original, data)
