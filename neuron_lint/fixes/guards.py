@@ -279,9 +279,10 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
                       "build of that software to install or load, and Trainium needs its CPU build too. Keep it")
     gpu = _gpu_choice(ctx, nodes, call)
     if gpu:
-        return None, (f"the code it decides picks {gpu}, which names the GPU: in this project that is likely "
-                      "its CUDA path (composer's `DeviceGPU`, with NCCL and CUDA's GradScaler), which Trainium "
-                      "would then take. Keep the CUDA test there, or give Trainium its own branch")
+        return None, (f"the code it decides picks {gpu}, which names the GPU or CUDA-only machinery: in this "
+                      "project that is likely its CUDA path (composer's `DeviceGPU`, with NCCL and CUDA's "
+                      "GradScaler), which Trainium would then take. Keep the CUDA test there, or give Trainium "
+                      "its own branch")
     named = _cuda_named_value(ctx, nodes, call)
     if named:
         return None, f"the code it decides {named}. Keep the CUDA test there"

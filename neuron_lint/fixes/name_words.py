@@ -24,7 +24,15 @@ _GPU_PACKAGE = re.compile(r"[A-Za-z0-9.]{1,40}[-_](gpu|cuda[0-9x]{0,4})|(cuda|te
 _GPU_INDICES = re.compile(r"\d{1,3}(,\s?\d{1,3}){0,15}")
 
 
+#: The names of CUDA-only machinery a program picks by string: NVIDIA's fuser (lightning-thunder's
+#: recipe: ``"nvfuser" if torch.cuda.is_available() else "torch.compile"``, set 57), CUDA graphs
+#: (torch.compile's ``"reduce-overhead"`` mode and ``"cudagraphs"`` backend; thunder's
+#: ``plugins="reduce-overhead"``), TensorRT.
+_CUDA_MACHINERY = frozenset({"nvfuser", "reduce-overhead", "cudagraphs", "tensorrt", "torch_tensorrt"})
+
+
 def string_picks_gpu(value: str) -> bool:
-    """Does a string constant pick the GPU path: ``"gpu"``, a package built for CUDA, GPU indices?"""
+    """Does a string constant pick the GPU path: ``"gpu"``, a package built for CUDA, GPU indices,
+    CUDA-only machinery (``"nvfuser"``, ``"reduce-overhead"``)?"""
     return (value.lower().split(":")[0] in ("gpu", "gpus") or bool(_GPU_PACKAGE.fullmatch(value))
-            or bool(_GPU_INDICES.fullmatch(value)))
+            or bool(_GPU_INDICES.fullmatch(value)) or value.lower() in _CUDA_MACHINERY)

@@ -166,14 +166,30 @@ def _moves_or_decides(f: Finding) -> bool:
     return f.code in (*_PLACEMENTS, "NRN208", "NRN211") or (f.code == "NRN203" and f.message.startswith(_DECIDING))
 
 
+#: The memory statistics a program reads and resets as a pair (lightning-thunder's benchmark timer:
+#: ``max_memory_allocated()`` read, then ``reset_peak_memory_stats()``; set 57).
+_MEMORY = tuple(f"`torch.cuda.{name}`" for name in (
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
+    "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
+    "memory_cached", "max_memory_cached", "reset_max_memory_cached"))
+
+
+def _memory_statistic(f: Finding) -> bool:
+    return f.code in ("NRN203", "NRN212") and f.message.startswith(_MEMORY)
+
+
 def _tied_placements(current: str, path: str, dropped: list[Finding], applied: list[Finding]) -> dict[int, tuple]:
     """The applied placements (and device tests) in a function where a placement was dropped for the
     line length, each with the line of one dropped (InternImage's ``collect_results_gpu``: two of its three
-    ``device='cuda'`` moved, the third too long, and the copy between them mixed devices)."""
-    left = [f for f in dropped if f.code in _PLACEMENTS]
-    moved = [f for f in applied if _moves_or_decides(f)]
-    if not (left and moved):
-        return []
+    ``device='cuda'`` moved, the third too long, and the copy between them mixed devices); and the
+    applied memory statistics of a function where one was dropped (a peak read left on CUDA while its
+    reset moved would measure nothing on Trainium). Each: (its line's text, (the line held, kind))."""
+    groups = [(kind, [f for f in dropped if is_left(f)], [f for f in applied if goes(f)]) for kind, is_left, goes in (
+        ("placement", lambda f: f.code in _PLACEMENTS, _moves_or_decides),
+        ("memory", _memory_statistic, _memory_statistic))]
+    groups = [g for g in groups if g[1] and g[2]]
+    if not groups:
+        return {}
     import ast
 
     functions = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(parse(current, path))
@@ -183,10 +199,14 @@ def _tied_placements(current: str, path: str, dropped: list[Finding], applied: l
         around = [span for span in functions if span[0] <= line <= span[1]]
         return max(around) if around else None
 
-    held = {innermost(f.line): f.line for f in left}
-    held.pop(None, None)
     lines = split_lines(current)
-    return {id(f): (lines[f.line - 1].strip(), held[innermost(f.line)]) for f in moved if innermost(f.line) in held}
+    out: dict[int, tuple] = {}
+    for kind, left, moved in groups:
+        held = {innermost(f.line): f.line for f in left}
+        held.pop(None, None)
+        out.update({id(f): (lines[f.line - 1].strip(), (held[innermost(f.line)], kind))
+                    for f in moved if innermost(f.line) in held})
+    return out
 
 
 def _grown(current: str, new: str, limit: int) -> set[int]:
@@ -316,11 +336,15 @@ def advertised(text: str, findings: list[Finding], settings: Settings, path: str
             for f, w in zip(out, wider)]
 
 
-def too_long_note(limit: int, tied_to: int | None = None) -> str:
+def too_long_note(limit: int, tied_to: tuple[int, str] | None = None) -> str:
     """Why a fix dropped for the line length was not applied; ``tied_to``: the line of the placement
-    of the same function that was too long, when this one was held back with it."""
+    (or memory statistic) of the same function that was too long, when this one was held back with it."""
+    if tied_to is not None and tied_to[1] == "memory":
+        return (f"not rewritten: a memory statistic of the same function (line {tied_to[0]}) would grow past "
+                f"{limit} characters, and a peak read on one device while reset on another measures nothing; "
+                "rewrite them together by hand")
     if tied_to is not None:
-        return (f"not rewritten: a device placement of the same function (line {tied_to}) would grow past "
+        return (f"not rewritten: a device placement of the same function (line {tied_to[0]}) would grow past "
                 f"{limit} characters, and a function half moved to the accelerator mixes devices; rewrite "
                 "them together by hand")
     return f"not rewritten: the line would grow past {limit} characters (the project's line length); rewrite it by hand"
