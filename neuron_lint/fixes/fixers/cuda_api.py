@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ..count_uses import count_uses, counts_no_device
 from ..cuda_only import dotted, only_described
 from ..guard_skips import skipped_test
 from ..guard_subjects import cuda_rng_note
@@ -187,9 +188,14 @@ def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
     return guard if _duplicate_seed(ctx, inner) is guard else None
 
 
-def _stats_key_read(ctx, call: ast.Call) -> str:
-    """``memory_stats()["num_alloc_retries"]``, directly or through the name it is assigned to in
-    the same function (composer's auto-microbatching): the first key read with ``[...]``, as written."""
+def _stats_key_read(ctx, call: ast.Call | None) -> str:
+    """``memory_stats()["num_alloc_retries"]`` under a CUDA test, directly or through the name it is
+    assigned to in the same function (composer's auto-microbatching): the first key read with
+    ``[...]``, as written. (Unguarded, the original raises KeyError off CUDA too: torch.cuda's
+    memory_stats() is {} there; under a CUDA test the rewritten test would let Trainium's allocator
+    reach the read.)"""
+    if call is None or not _guarded(ctx, call):
+        return ""
     parent = ctx.parent(call)
     if isinstance(parent, ast.Subscript) and parent.value is call:
         return f"`{ctx.segment(parent.slice)}`"
@@ -212,37 +218,24 @@ def _loop_count(ctx, call: ast.Call) -> bool:
             and rng.func.id == "range" and call in rng.args)
 
 
-_FLIPPED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
-
-
-def _as_guard(ctx, hit, call, target: str, data: dict, negated: bool = False) -> tuple[bool, object]:
+def _as_guard(ctx, hit, call, target: str, data: dict, negated: bool = False, uses=()) -> tuple[bool, object]:
     """A device test (``is_available()``, a device count compared with a number) is rewritten only
     with everything it decides: ``(True, plan or None)`` when that settles it, else ``(False, None)``
-    with the decided region put in ``data``."""
-    region, why = decided_region(ctx, call, negated=negated)
-    if region is None:
-        ctx.note(hit, f"not rewritten: {why}")
-        return True, None
+    with the decided region put in ``data``. ``uses``: the deciding uses of the name a count is kept
+    in (:func:`.count_uses.count_uses`), each with its negation, asked instead of the call itself."""
+    region = []
+    for at, negated in uses or [(call, negated)]:
+        more, why = decided_region(ctx, at, negated=negated)
+        if more is None:
+            ctx.note(hit, f"not rewritten: {why}" if not uses else f"not rewritten: line {at.lineno}: {why}")
+            return True, None
+        region += more
     data["region"] = region
     if skipped_test(ctx, call) is not None:
         # identical on CUDA; on Trainium the test now runs, and what it needs may be out of sight
         return True, ctx.propose(hit, hit.node, "Attribute" if isinstance(hit.node, ast.Attribute) else "Name",
                                  f"Use `{target}` (the test it skips then runs on Trainium too)", data, "unsafe")
     return False, None
-
-
-def _counts_no_device(compare: ast.Compare, call: ast.Call) -> bool:
-    """Whether ``compare`` (the device count against a number) is true when there is no CUDA device:
-    ``count == 0``, ``count < 1``, ``0 == count``... (``count >= 2`` is true only with devices)."""
-    if len(compare.ops) != 1:
-        return False
-    op, other = compare.ops[0], compare.comparators[0]
-    if compare.left is not call:
-        op, other = _FLIPPED.get(type(op), type(op))(), compare.left
-    if not (isinstance(other, ast.Constant) and isinstance(other.value, int) and not isinstance(other.value, bool)):
-        return False
-    n = other.value
-    return {ast.Eq: n == 0, ast.LtE: n >= 0, ast.Lt: n >= 1}.get(type(op), False)
 
 
 def _device_idiom_plan(ctx, hit, call):
@@ -310,11 +303,8 @@ class CudaApi:
                 ctx.note(hit, f"not rewritten: {why}, and `{target}` returns a generic `torch.Stream`, which is "
                               "not a `torch.cuda.Stream` even on CUDA")
                 return None
-        key = (_stats_key_read(ctx, call) if hit.subject == "torch.cuda.memory_stats" and call is not None
-               and _guarded(ctx, call) else "")
+        key = _stats_key_read(ctx, call) if hit.subject == "torch.cuda.memory_stats" else ""
         if key:
-            # unguarded, the original raises KeyError off CUDA too (torch.cuda.memory_stats() is {}
-            # there); under a CUDA test the rewritten test would let Trainium's allocator reach the read
             ctx.note(hit, f"not rewritten: under a CUDA test the statistics are read by key ({key}), a key of "
                           "CUDA's caching allocator; another device's allocator may not report it (a KeyError "
                           "there). Read it with `.get(...)` first")
@@ -345,13 +335,15 @@ class CudaApi:
             # `if torch.cuda.device_count() >= 2:`, `skipUnless(torch.cuda.device_count() > 1, ...)`: a
             # device guard like `is_available()` (on Trainium it now counts NeuronCores), rewritten only
             # with everything it decides.
-            settled, plan = _as_guard(ctx, hit, call, target, data, negated=_counts_no_device(ctx.parent(call), call))
+            settled, plan = _as_guard(ctx, hit, call, target, data, negated=counts_no_device(ctx.parent(call), call))
             if settled:
                 return plan
-        if hit.subject == "torch.cuda.device_count" and call is not None and _loop_count(ctx, call):
+        if hit.subject == "torch.cuda.device_count" and call is not None and (
+                _loop_count(ctx, call) or (uses := count_uses(ctx, call))):
             # `for i in range(torch.cuda.device_count()):` runs its body once per device: on Trainium
-            # once per NeuronCore, so the body goes with it (fairscale's OSS asks each for its capability)
-            settled, plan = _as_guard(ctx, hit, call, target, data)
+            # once per NeuronCore, so the body goes with it (fairscale's OSS asks each for its capability);
+            # so do the loops and tests of a name the count is kept in
+            settled, plan = _as_guard(ctx, hit, call, target, data, uses=() if _loop_count(ctx, call) else uses)
             if settled:
                 return plan
         if hit.subject == "torch.cuda.device_count" and call is not None and (rng := cuda_rng_note(ctx, call)):
