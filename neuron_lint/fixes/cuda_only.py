@@ -180,25 +180,19 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
     return ""
 
 
-def optional_import(node: ast.Try):
-    """The import in the body of a ``try`` that catches ``ImportError`` (or everything), else None."""
-    names = set()
-    for h in node.handlers:
-        types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
-        names.update("*" if t is None else getattr(t, "id", getattr(t, "attr", "")) for t in types)
-    if not names & {"*", "ImportError", "ModuleNotFoundError", "Exception"}:
-        return None
-    return next((s for s in node.body if isinstance(s, (ast.Import, ast.ImportFrom))), None)
-
-
 def cuda_only_node(ctx, n: ast.AST) -> str:
     """What makes ``n``, a node of code a device guard decides, run only on CUDA (for the guard's
     note, with its line), or ``""``: a CUDA-only call (:func:`cuda_only_call`; ``.cuda()`` is not one,
     NRN201 rewrites it), ``torch.load`` without ``map_location``, an optional import, Inductor."""
+    from .module_kind import optional_import
+    from .own_extension import AOT_INDUCTOR
+
     if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"):
         what = cuda_only_call(ctx, n)
         if what:
             return f"{what} on line {n.lineno}"
+        if ctx.qualname(n.func) in AOT_INDUCTOR:  # TorchServe's AOTInductor examples (set 57)
+            return f"`{ctx.segment(n.func)}` on line {n.lineno} (AOTInductor compiles for the CPU and GPUs only)"
         if ctx.qualname(n.func) == "torch.load" and len(n.args) < 2 and not any(
                 k.arg in ("map_location", None) for k in n.keywords):
             # fairseq's vocoder: `torch.load(path)` under the guard, `map_location="cpu"` after

@@ -339,3 +339,14 @@ def torch_imported_after(ctx, node: ast.AST) -> int:
     if not first or node.lineno >= first or ctx.enclosing_function(node) is not None:
         return 0
     return first
+
+
+def optional_import(node: ast.Try):
+    """The import in the body of a ``try`` that catches ``ImportError`` (or everything), else None."""
+    names = set()
+    for h in node.handlers:
+        types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+        names.update("*" if t is None else getattr(t, "id", getattr(t, "attr", "")) for t in types)
+    if not names & {"*", "ImportError", "ModuleNotFoundError", "Exception"}:
+        return None
+    return next((s for s in node.body if isinstance(s, (ast.Import, ast.ImportFrom))), None)

@@ -356,12 +356,23 @@ _CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "tor
                                  "isaacgym", "isaacgymenvs"})
 
 
+#: AOTInductor's entry points: a shared library compiled and loaded for the CPU or GPUs.
+AOT_INDUCTOR = frozenset({"torch._export.aot_compile", "torch._export.aot_load", "torch._inductor.aot_compile",
+                          "torch._inductor.aoti_compile_and_package", "torch._inductor.aoti_load_package"})
+
+
 def operator_library(ctx) -> str:
     """The library of CPU-and-CUDA-only operators the module imports at its top (dlrm's
     ``torchrec_dlrm``: ``if torch.cuda.is_available(): device = cuda, backend = nccl`` else the CPU
-    with gloo, which is the TorchRec path that works on Trainium), or ``""``."""
-    return next((n for n in top_imports(ctx) if n.split(".")[0] in _CPU_CUDA_LIBRARIES
-                 or ".".join(n.split(".")[:2]) in _CPU_CUDA_LIBRARIES), "")
+    with gloo, which is the TorchRec path that works on Trainium), or AOTInductor, which the module
+    calls (TorchServe's export scripts, set 57: a shared library built and loaded for the CPU or
+    CUDA), or ``""``."""
+    found = next((n for n in top_imports(ctx) if n.split(".")[0] in _CPU_CUDA_LIBRARIES
+                  or ".".join(n.split(".")[:2]) in _CPU_CUDA_LIBRARIES), "")
+    if not found and "aot" in ctx.text:
+        found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
+                      and ctx.qualname(n.func) in AOT_INDUCTOR), "")
+    return found
 
 
 def own_extension(path: str) -> str:

@@ -224,8 +224,8 @@ def _as_guard(ctx, hit, call, target: str, data: dict, negated: bool = False, us
     with the decided region put in ``data``. ``uses``: the deciding uses of the name a count is kept
     in (:func:`.count_uses.count_uses`), each with its negation, asked instead of the call itself."""
     region = []
-    for at, negated in uses or [(call, negated)]:
-        more, why = decided_region(ctx, at, negated=negated)
+    for at, flipped in uses or [(call, negated)]:
+        more, why = decided_region(ctx, at, negated=flipped)
         if more is None:
             ctx.note(hit, f"not rewritten: {why}" if not uses else f"not rewritten: line {at.lineno}: {why}")
             return True, None
