@@ -170,6 +170,28 @@ def _picks_the_cpu(ctx, stmt: ast.If) -> bool:
     return bool(names) and names <= assigned
 
 
+def _cpu_path(ctx) -> int:
+    """The line of a test of the module that stays because its branch without CUDA sets up the CPU
+    path (DeepSpeedExamples' imagenet ``main.py``: ``if not torch.cuda.is_available(): device = cpu;
+    model.to(device)``), or 0: Trainium takes that path, and the module's other tests must agree."""
+    found = ctx.__dict__.get("_nrn_cpu_path")
+    if found is None:
+        found = ctx.__dict__["_nrn_cpu_path"] = next(
+            (n.lineno for n in ctx.walk(ctx.tree) if isinstance(n, ast.If) and isinstance(n.test, ast.UnaryOp)
+             and isinstance(n.test.op, ast.Not) and isinstance(n.test.operand, ast.Call)
+             and ctx.qualname(n.test.operand.func) == "torch.cuda.is_available"
+             and not (_only_stops(n.body) or _picks_the_cpu(ctx, n))), 0)
+    return found
+
+
+def _moves(ctx, nodes, guard) -> bool:
+    """Does the decided code move tensors or modules (``.cuda(...)``, ``.to(...)``, a ``"cuda"`` device),
+    before or after a fix's first pass rewrote them?"""
+    return any((isinstance(n, ast.Call) and getattr(n.func, "attr", "") in ("cuda", "to")) or (
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("cuda"))
+        for top in nodes for n in _walk_decided(ctx, top, guard))
+
+
 def _seeds_every_device(ctx, body) -> int:
     """The line of a ``torch.manual_seed(...)`` call among the statements of ``body`` (the branch
     taken without CUDA: EfficientDet's ``else: torch.manual_seed(42)``), or 0."""
@@ -253,6 +275,11 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if typed:
         return None, typed
     sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
+    kept = not negated and _moves(ctx, nodes, call) and _cpu_path(ctx)
+    if kept:
+        return None, (f"the test on line {kept} stays (without CUDA it sets up the CPU path: Trainium takes it), so "
+                      "here Trainium must take the CPU path too; rewritten, it would move data to the accelerator "
+                      "while the rest stays on the CPU. Rewrite them together by hand")
     skip = skip_call(ctx, call) or skip_statement(ctx, call)
     if skip is not None and not sites:
         return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
