@@ -292,6 +292,11 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
         return (f"not rewritten: the module requires `{required[0]}` (line {required[1]}), whose kernels run on "
                 "CUDA only, so its device code feeds them; rewritten, it would send neuron tensors into them. Give "
                 "Trainium its own path")
+    from .module_kind import cuda_extension_import
+
+    if extension := cuda_extension_import(ctx):
+        return (f"not rewritten: the module imports `{extension[0]}` (line {extension[1]}), a compiled extension named "
+                "for CUDA, so its device code feeds CUDA kernels; rewritten, it would send neuron tensors into them")
     sharded = next((s.lineno for s in ctx.tree.body if isinstance(s, ast.ImportFrom) and (s.module or "").startswith(
         "fairscale.nn") and any(a.name == "FullyShardedDataParallel" for a in s.names)), 0)
     if sharded:  # esm's fairscale FSDP example: its compute device falls back to CUDA's, with CUDA streams

@@ -350,3 +350,20 @@ def optional_import(node: ast.Try):
     if not names & {"*", "ImportError", "ModuleNotFoundError", "Exception"}:
         return None
     return next((s for s in node.body if isinstance(s, (ast.Import, ast.ImportFrom))), None)
+
+
+_CUDA_EXTENSION = re.compile(r"[A-Za-z0-9_]+_cuda")
+
+
+def cuda_extension_import(ctx) -> tuple[str, int] | None:
+    """A compiled extension named for CUDA that the module imports anywhere, in a function too
+    (Megatron's fused-kernel tests: ``import scaled_masked_softmax_cuda``; apex's ``xentropy_cuda``
+    in lightning-thunder's notebook; set 57): (its name, the line), or None."""
+    if "_cuda" not in ctx.text:
+        return None
+    found = []
+    for n in ctx.walk(ctx.tree):
+        names = ([a.name for a in n.names] if isinstance(n, ast.Import)
+                 else [n.module] if isinstance(n, ast.ImportFrom) and not n.level and n.module else [])
+        found += [(n.lineno, name) for name in names if _CUDA_EXTENSION.fullmatch(name.split(".")[0])]
+    return (min(found)[1], min(found)[0]) if found else None
