@@ -10,9 +10,11 @@ everywhere in the function (Python makes it local there), and in the functions n
 from __future__ import annotations
 
 import ast
+import re
 from functools import cached_property
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_INDENTED_IMPORT = re.compile(r"^[ \t]+(?:import|from)[ \t]", re.MULTILINE)
 
 
 class FunctionImports:
@@ -39,6 +41,8 @@ class FunctionImports:
     def names(self) -> frozenset[str]:
         """The names some function of the module binds by an import of its own."""
         ctx = self._ctx
+        if not _INDENTED_IMPORT.search(ctx.text):
+            return frozenset()  # every import at the left margin: none is a function's
         return frozenset(a.asname or a.name.split(".")[0] for n in ctx.walk(ctx.tree)
                          if isinstance(n, (ast.Import, ast.ImportFrom)) and ctx.enclosing_function(n) is not None
                          for a in n.names)

@@ -361,9 +361,11 @@ def cuda_extension_import(ctx) -> tuple[str, int] | None:
     in lightning-thunder's notebook; set 57): (its name, the line), or None."""
     if "_cuda" not in ctx.text:
         return None
-    found = []
-    for n in ctx.walk(ctx.tree):
-        names = ([a.name for a in n.names] if isinstance(n, ast.Import)
-                 else [n.module] if isinstance(n, ast.ImportFrom) and not n.level and n.module else [])
-        found += [(n.lineno, name) for name in names if _CUDA_EXTENSION.fullmatch(name.split(".")[0])]
-    return (min(found)[1], min(found)[0]) if found else None
+    if "_nrn_cuda_extension" not in ctx.__dict__:  # asked for every finding: read once
+        found = []
+        for n in ctx.walk(ctx.tree):
+            names = ([a.name for a in n.names] if isinstance(n, ast.Import)
+                     else [n.module] if isinstance(n, ast.ImportFrom) and not n.level and n.module else [])
+            found += [(n.lineno, name) for name in names if _CUDA_EXTENSION.fullmatch(name.split(".")[0])]
+        ctx.__dict__["_nrn_cuda_extension"] = (min(found)[1], min(found)[0]) if found else None
+    return ctx.__dict__["_nrn_cuda_extension"]
