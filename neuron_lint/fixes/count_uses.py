@@ -15,10 +15,13 @@ import ast
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def count_uses(ctx, call: ast.Call) -> list[tuple[ast.Name, bool]]:
-    """The uses of the name ``call``'s value is assigned to (in the same function, bound once there)
-    that decide code: ``range(name)`` of a ``for``, or ``name`` compared with a number in an ``if``,
+def count_uses(ctx, call: ast.Call) -> list[tuple[ast.AST, bool]]:
+    """What a device count decides code through: ``call`` itself as the ``range()`` of a ``for``,
+    or the uses of the name its value is assigned to (in the same function, bound once there) that
+    decide code: ``range(name)`` of a ``for``, or ``name`` compared with a number in an ``if``,
     ``while``, ternary or ``assert`` test; each with whether the test holds with no device."""
+    if _loop_count(ctx, call):
+        return [(call, False)]
     assign = ctx.parent(call)
     if not (isinstance(assign, ast.Assign) and assign.value is call and len(assign.targets) == 1
             and isinstance(assign.targets[0], ast.Name)):
@@ -38,9 +41,7 @@ def count_uses(ctx, call: ast.Call) -> list[tuple[ast.Name, bool]]:
         if ctx.enclosing_function(n) is not scope:
             continue  # a nested function reads it later, maybe after a change
         parent = ctx.parent(n)
-        loop = ctx.parent(parent) if isinstance(parent, ast.Call) else None
-        if (isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is parent and isinstance(parent.func, ast.Name)
-                and parent.func.id == "range" and n in parent.args):
+        if _loop_count(ctx, n):
             found.append((n, False))
         elif (isinstance(parent, ast.Compare) and len(parent.ops) == 1
               and isinstance(ctx.parent(parent), (ast.If, ast.While, ast.IfExp, ast.Assert))
@@ -49,6 +50,14 @@ def count_uses(ctx, call: ast.Call) -> list[tuple[ast.Name, bool]]:
             if isinstance(other, ast.Constant) and type(other.value) is int:
                 found.append((n, counts_no_device(parent, n)))
     return found
+
+
+def _loop_count(ctx, call: ast.AST) -> bool:
+    """``for i in range(<call>):`` (or ``range(0, <call>)``)."""
+    rng = ctx.parent(call)
+    loop = ctx.parent(rng) if isinstance(rng, ast.Call) else None
+    return (isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is rng and isinstance(rng.func, ast.Name)
+            and rng.func.id == "range" and call in rng.args)
 
 
 _FLIPPED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}

@@ -210,24 +210,16 @@ def _stats_key_read(ctx, call: ast.Call | None) -> str:
     return ""
 
 
-def _loop_count(ctx, call: ast.Call) -> bool:
-    """``for i in range(<call>):`` (or ``range(0, <call>)``)."""
-    rng = ctx.parent(call)
-    loop = ctx.parent(rng) if isinstance(rng, ast.Call) else None
-    return (isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is rng and isinstance(rng.func, ast.Name)
-            and rng.func.id == "range" and call in rng.args)
-
-
 def _as_guard(ctx, hit, call, target: str, data: dict, negated: bool = False, uses=()) -> tuple[bool, object]:
     """A device test (``is_available()``, a device count compared with a number) is rewritten only
     with everything it decides: ``(True, plan or None)`` when that settles it, else ``(False, None)``
-    with the decided region put in ``data``. ``uses``: the deciding uses of the name a count is kept
-    in (:func:`.count_uses.count_uses`), each with its negation, asked instead of the call itself."""
+    with the decided region put in ``data``. ``uses``: what decides code in its place, each with its
+    negation (a device count's loop, or the uses of the name it is kept in: :func:`.count_uses.count_uses`)."""
     region = []
     for at, flipped in uses or [(call, negated)]:
         more, why = decided_region(ctx, at, negated=flipped)
         if more is None:
-            ctx.note(hit, f"not rewritten: {why}" if not uses else f"not rewritten: line {at.lineno}: {why}")
+            ctx.note(hit, f"not rewritten: {why}" if at is call else f"not rewritten: line {at.lineno}: {why}")
             return True, None
         region += more
     data["region"] = region
@@ -338,12 +330,11 @@ class CudaApi:
             settled, plan = _as_guard(ctx, hit, call, target, data, negated=counts_no_device(ctx.parent(call), call))
             if settled:
                 return plan
-        if hit.subject == "torch.cuda.device_count" and call is not None and (
-                _loop_count(ctx, call) or (uses := count_uses(ctx, call))):
+        if hit.subject == "torch.cuda.device_count" and call is not None and (uses := count_uses(ctx, call)):
             # `for i in range(torch.cuda.device_count()):` runs its body once per device: on Trainium
             # once per NeuronCore, so the body goes with it (fairscale's OSS asks each for its capability);
             # so do the loops and tests of a name the count is kept in
-            settled, plan = _as_guard(ctx, hit, call, target, data, uses=() if _loop_count(ctx, call) else uses)
+            settled, plan = _as_guard(ctx, hit, call, target, data, uses=uses)
             if settled:
                 return plan
         if hit.subject == "torch.cuda.device_count" and call is not None and (rng := cuda_rng_note(ctx, call)):

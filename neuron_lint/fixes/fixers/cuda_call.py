@@ -111,10 +111,10 @@ def _plain_chain(node) -> bool:
 def _get_device_owner(ctx, index) -> ast.expr | None:
     """The tensor whose ``get_device()`` the index is: vid2vid's ``.cuda(image.get_device())``, or
     ``gpu_id = img_feat.get_device()`` before ``img_prev.cuda(gpu_id)``: moving to that tensor's
-    ``.device`` is the same move on CUDA, and also right on Trainium and on the CPU (where
-    ``get_device()`` is -1, which no device index accepts). None when it is not, when the tensor's
-    name may be bound again between the two, or when the name is used only by such moves (rewritten,
-    it would be left unused: ruff's F841)."""
+    ``.device`` is the same move on CUDA (for a CPU tensor, ``get_device()`` is -1, which ``.cuda()``
+    rejects: only that raise goes), and also right on Trainium and on the CPU. None when it is not,
+    when the tensor's name may be bound again between the two, or when the name is used only by such
+    moves (rewritten, it would be left unused: ruff's F841)."""
     from ..local_device import bindings
 
     def owner(value) -> ast.expr | None:
@@ -132,21 +132,22 @@ def _get_device_owner(ctx, index) -> ast.expr | None:
     if len(found) != 1 or found[0] is None or owner(found[0].value) is None:
         return None
     tensor = owner(found[0].value)
-    moves = {id(c.args[0]) for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-             and c.func.attr == "cuda" and c.args}
+    nodes = ctx.walk(fn)
+    moves = {id(a) for c in nodes if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+             and c.func.attr == "cuda" for a in [*c.args[:1], *(k.value for k in c.keywords if k.arg == "device")]}
     if not any(isinstance(n, ast.Name) and n.id == index.id and isinstance(n.ctx, ast.Load) and id(n) not in moves
-               for n in ast.walk(fn)):
+               for n in nodes):
         return None
     root = tensor
     while isinstance(root, ast.Attribute):
         root = root.value
-    text = ast.unparse(tensor)
-    for n in ast.walk(fn):  # the tensor (or its name) set again after `get_device()` was asked
+    names = {ast.unparse(tensor), root.id}
+    for n in nodes:  # the tensor (or its name) set again after `get_device()` was asked
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
             n, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
         if targets and n.lineno > found[0].lineno and any(
-                ast.unparse(t) in (text, root.id) for t in targets for t in ast.walk(t)
-                if isinstance(t, (ast.Name, ast.Attribute))):
+                ast.unparse(part) in names for target in targets for part in ast.walk(target)
+                if isinstance(part, (ast.Name, ast.Attribute))):
             return None
     return tensor
 
