@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 
 #: Values that make a local variable the current device.
 DEVICE_VALUE = re.compile(r"^\w+\.(device\(\s*[\"']cuda[\"']\s*\)|accelerator\.current_accelerator\(\))")
@@ -77,7 +78,19 @@ def _accelerate_device(ctx, fn, node: ast.AST) -> str:
     return ""
 
 
-def bindings(fn, name: str):
+_BINDINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # fn -> {name: its bindings}
+
+
+def bindings(fn, name: str) -> list:
+    """:func:`scope_bindings`, kept: each site of a module asks about the same function again."""
+    of_fn = _BINDINGS.setdefault(fn, {})
+    found = of_fn.get(name)
+    if found is None:
+        found = of_fn[name] = list(scope_bindings(fn, name))
+    return found
+
+
+def scope_bindings(fn, name: str):
     """Each binding of ``name`` in ``fn``'s own scope: the ``Assign`` for ``name = value``, else None
     (a parameter, another kind of assignment, an import, a nested definition); a ``global`` or
     ``nonlocal`` declaration counts twice, so that the name is never taken for a local."""

@@ -406,13 +406,15 @@ def _shadowed(ctx) -> ast.Assign | None:
     ``utils/tools.py``: ``def to_device(data, device)`` beside ``device = torch.device(...)``): its
     value is still the module's device, to be rewritten like any other, though sites in functions
     cannot reuse the name."""
-    declared = {n for node in ast.walk(ctx.tree) if isinstance(node, ast.Global) for n in node.names}
+    declared = None  # the names functions declare `global`: a walk of the whole module, done only when needed
     for stmt in ctx.tree.body:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                and stmt.targets[0].id in REUSABLE_NAMES and stmt.targets[0].id not in declared
-                and _is_device_definition(ctx, stmt.value)
-                and _module_bindings(ctx.tree, stmt.targets[0].id) == _module_definitions(ctx, stmt.targets[0].id)):
-            return stmt
+                and stmt.targets[0].id in REUSABLE_NAMES and _is_device_definition(ctx, stmt.value)):
+            if declared is None:
+                declared = {n for node in ctx.walk(ctx.tree) if isinstance(node, ast.Global) for n in node.names}
+            if (stmt.targets[0].id not in declared
+                    and _module_bindings(ctx.tree, stmt.targets[0].id) == _module_definitions(ctx, stmt.targets[0].id)):
+                return stmt
     return None
 
 
