@@ -163,7 +163,8 @@ def _seed_guard(ctx, stmt: ast.stmt) -> ast.If | None:
     """``if torch.cuda.is_available(): <stmt>`` with nothing else in it (no ``else``, no comment
     that removing it would lose), or None."""
     guard = ctx.parent(stmt)
-    if not (isinstance(guard, ast.If) and guard.body == [stmt] and not guard.orelse):
+    if not (isinstance(guard, ast.If) and any(s is stmt for s in guard.body) and not guard.orelse
+            and _seeds_only(ctx, guard.body)):
         return None
     test = guard.test
     if not (isinstance(test, ast.Call) and not test.args and not test.keywords
@@ -179,13 +180,18 @@ def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
     """The ``if`` that ``call`` (``torch.cuda.is_available()``) tests, when the duplicate seed it
     guards goes with it."""
     guard = ctx.parent(call)
-    if not (isinstance(guard, ast.If) and guard.test is call and len(guard.body) == 1):
+    if not (isinstance(guard, ast.If) and guard.test is call and _seeds_only(ctx, guard.body)):
         return None
-    stmt = guard.body[0]
-    inner = stmt.value if isinstance(stmt, ast.Expr) else None
-    if not (isinstance(inner, ast.Call) and ctx.qualname(inner.func) in _SEEDS):
-        return None
-    return guard if _duplicate_seed(ctx, inner) is guard else None
+    return guard if _duplicate_seed(ctx, guard.body[0].value) is guard else None
+
+
+def _seeds_only(ctx, body: list[ast.stmt]) -> bool:
+    """Is ``body`` one or two ``torch.cuda.manual_seed(_all)(s)`` calls, all with the same seed
+    (stanza's ``set_random_seed`` calls both)?"""
+    calls = [s.value for s in body if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)]
+    return (0 < len(body) <= 2 and len(calls) == len(body)
+            and all(ctx.qualname(c.func) in _SEEDS and len(c.args) == 1 and not c.keywords for c in calls)
+            and len({ast.dump(c.args[0]) for c in calls}) == 1)
 
 
 def _stats_key_read(ctx, call: ast.Call | None) -> str:
