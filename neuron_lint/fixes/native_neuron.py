@@ -36,6 +36,16 @@ def native_neuron_evidence(path: str) -> str:
 
 
 @functools.lru_cache(maxsize=32)
+def native_neuron_note(path: str) -> str:
+    """Why the legacy-XLA code of the project around ``path`` stays (the note), or ``""``."""
+    evidence = native_neuron_evidence(path)
+    if not evidence:
+        return ""
+    return (f"not rewritten: this project already reaches Trainium natively ({evidence}), so its "
+            "torch_xla code serves other XLA devices (TPU) and stays; fix with `--device neuron` "
+            "if it is meant for Trainium")
+
+
 def _scan(root: str) -> str:
     for full, data in python_files(root):
         for m in _EVIDENCE.finditer(data):

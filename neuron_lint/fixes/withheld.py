@@ -14,6 +14,7 @@
   from a class of a CUDA-only library (``bnb.nn.Linear8bitLt``), a function named
   for TensorRT (``run_model_tensorrt``), or in a class's own
   ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
+- a function or class TorchScript compiles (``@torch.jit.script``: :mod:`.torchscript`);
 - a module that uses bitsandbytes (its kernels are CUDA's; its parameters quantize in their own ``cuda()``);
 - an assignment to a ``torch.cuda`` attribute (a monkey patch: ``torch.cuda.stream = torch.xpu.stream``);
 - a module that imports a CUDA-only runtime (TensorRT, PyCUDA, CuPy) at its top, or the project's
@@ -33,25 +34,26 @@ from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
 from .mocked import mocked_by_tests
 from .module_kind import child_visible_devices, is_str, is_test_path, module_level, torch_imported_after
+from .native_neuron import native_neuron_note
 from .own_extension import operator_library, own_extension
 from .replication import data_parallel_count, mmcv_wrapper
+from .torchscript import scripted
 from .vendored_device import selecting_package
 
 
 def withheld(ctx, hit, node: ast.AST) -> str:
     """Why no fix may be planned at ``node`` whatever the fixer (the note), or ``""``."""
-    if hit.rule.category == "legacy-xla" and not ctx.neuron:
-        from .native_neuron import native_neuron_evidence
-
-        evidence = native_neuron_evidence(ctx.path)
-        if evidence:
-            return (f"not rewritten: this project already reaches Trainium natively ({evidence}), so its "
-                    "torch_xla code serves other XLA devices (TPU) and stays; fix with `--device neuron` "
-                    "if it is meant for Trainium")
+    native = hit.rule.category == "legacy-xla" and not ctx.neuron and native_neuron_note(ctx.path)
+    if native:
+        return native
     if torch_only_under_guard(ctx):
         return ("not rewritten: the module imports from torch only when torch is available (under `try`/`if`) "
                 "and binds no `torch`; the fix would need an `import torch` at the top, and the module would "
                 "then fail to import without torch")
+    compiled = scripted(ctx, node)
+    if compiled:
+        return (f"not rewritten: TorchScript compiles `{compiled}` (`torch.jit.script`), and the device-agnostic "
+                "code a fix writes is not TorchScript: the module would fail to import. Pass the device in")
     late = torch_imported_after(ctx, node)
     if late:
         return (f"not rewritten: it runs when the module is imported, before `torch` is (line {late}); the "
@@ -293,7 +295,7 @@ def cuda_class(ctx, node: ast.AST) -> str:
     from .cuda_only import CUDA_LIBRARY_ROOTS, dotted
     from .name_words import name_words
 
-    method = ""
+    method = "cuda" if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "cuda" else ""
     for p in ctx.ancestors(node):
         if isinstance(p, ast.ClassDef) and {"gpu", "gpus", "cuda", "trt", "tensorrt"} & set(name_words(p.name)):
             return p.name

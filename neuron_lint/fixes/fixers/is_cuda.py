@@ -155,6 +155,43 @@ def _commented_fallback(ctx, node) -> tuple[int, str] | None:
 _COMPLEX = frozenset({"torch.complex", "torch.view_as_complex", "torch.polar"})
 
 
+def _other_type(ctx, node: ast.Attribute) -> str:
+    """The classes an ``isinstance`` test beside ``x.is_cuda`` (before it in an ``and``, or in the
+    test of an enclosing ``if``) checks ``x`` against, when none of them is a tensor (PyG's
+    ``isinstance(data, (Data, HeteroData)) and data.is_cuda``: a graph, whose ``is_cuda`` is its
+    own property), as written, or ``""``."""
+    if not isinstance(node.value, ast.Name):
+        return ""
+    name, child = node.value.id, node
+    for p in ctx.ancestors(node):
+        tests = []
+        if isinstance(p, ast.BoolOp) and isinstance(p.op, ast.And):
+            tests = p.values[:next((i for i, v in enumerate(p.values) if v is child), 0)]
+        elif isinstance(p, ast.If) and p.test is not child:
+            tests = [p.test]
+        for t in tests:
+            for n in ast.walk(t):
+                if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance"
+                        and len(n.args) == 2 and isinstance(n.args[0], ast.Name) and n.args[0].id == name):
+                    kinds = n.args[1].elts if isinstance(n.args[1], ast.Tuple) else [n.args[1]]
+                    if not any(ctx.segment(k).split(".")[-1] in ("Tensor", "Parameter") for k in kinds):
+                        return ctx.segment(n.args[1]).strip("()")
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break
+        child = p
+    return ""
+
+
+def _required(ctx, expr) -> str:
+    """The message of ``assert x.is_cuda, "...CUDA..."`` when it names CUDA (kaolin's farthest point
+    sampling: "only CUDA is supported"), shortened, or ``""``."""
+    stmt = ctx.parent(expr)
+    if not (isinstance(stmt, ast.Assert) and stmt.test is expr and stmt.msg is not None):
+        return ""
+    text = " ".join(n.value for n in ast.walk(stmt.msg) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return text.strip()[:50] if re.search(r"(?i)\bcuda\b", text) else ""
+
+
 def _complex_call(ctx, call: ast.Call) -> str:
     qual = ctx.qualname(call.func)
     return f"`{qual}` (complex tensors, which Trainium decomposes into real ones: NRN303)" if qual in _COMPLEX else ""
@@ -192,6 +229,21 @@ class IsCuda:
         parent = ctx.parent(node)
         negated = isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
         expr = parent if negated else node
+        other = _other_type(ctx, node)
+        if other:
+            ctx.note(hit, (f"not rewritten: `{ctx.segment(node.value)}` is a `{other}` here (`isinstance`), not a tensor: "
+                           "its own `is_cuda` says where its tensors are, and it may have no `device`"))
+            return None
+        own = next((p for p in ctx.ancestors(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if own is not None and own.name == "is_cuda":
+            ctx.note(hit, "not rewritten: it is in a class's own `is_cuda`, which its users read as \"on a CUDA GPU\" "
+                          "(as `Tensor.is_cuda`); rewritten, it would no longer mean CUDA")
+            return None
+        required = _required(ctx, expr)
+        if required:
+            ctx.note(hit, (f"not rewritten: the assertion says CUDA is required (`{required}`, line {node.lineno}): "
+                           "the code after it is written for CUDA alone. Keep `is_cuda`"))
+            return None
         region, why = _decided(ctx, node)
         if region is None:
             ctx.note(hit, f"not rewritten: {why}")
