@@ -36,7 +36,7 @@ from .guard_skips import (
     stops,
 )
 from .guard_subjects import cpu_build_choice, cuda_key_branch, extension_build, toolkit_test
-from .name_words import names_gpu, string_picks_gpu
+from .name_words import cuda_keyed, names_gpu, string_picks_gpu
 
 #: Keyword arguments a guard's value may feed without deciding device-specific code.
 HARMLESS_KEYWORDS = frozenset({"pin_memory"})
@@ -241,7 +241,9 @@ def _cuda_sites(ctx, nodes, guard=None) -> list:
                 q = ctx.qualname(n)
                 if q and (q.startswith("torch.cuda.") or q == "torch.cuda") and not isinstance(ctx.parent(n), ast.Attribute):
                     sites.append(n)
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0].lower() in ("cuda", "nccl"):
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and (
+                    n.value.split(":")[0].lower() in ("cuda", "nccl")
+                    or cuda_keyed(n.value, isinstance(ctx.parent(n), ast.Compare))):
                 if not _message(ctx, n):
                     sites.append(n)
     return sites

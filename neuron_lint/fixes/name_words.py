@@ -36,3 +36,13 @@ def string_picks_gpu(value: str) -> bool:
     CUDA-only machinery (``"nvfuser"``, ``"reduce-overhead"``)?"""
     return (value.lower().split(":")[0] in ("gpu", "gpus") or bool(_GPU_PACKAGE.fullmatch(value))
             or bool(_GPU_INDICES.fullmatch(value)) or value.lower() in _CUDA_MACHINERY)
+
+
+_CUDA_WORD = re.compile(r"(?<![A-Za-z])cuda(?![A-Za-z])", re.IGNORECASE)
+
+
+def cuda_keyed(value: str, compared: bool = False) -> bool:
+    """Is a string CUDA's own name for something, not a device (the profiler's
+    ``"self_cuda_time_total"`` column, or a compared ``"Self CUDA time total"``: PyG's profile
+    helpers, set 58)? Words with spaces count only where compared: elsewhere they are prose."""
+    return bool(_CUDA_WORD.search(value)) and (compared or not any(c.isspace() for c in value))

@@ -22,14 +22,16 @@
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
 - a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
-- a CUDA availability check in a project that builds its own C++/CUDA operators, or in a module that
-  imports a library of CPU-and-CUDA-only operators (TorchRec, PyG's extensions; :mod:`.own_extension`).
+- a CUDA availability check in a project that builds its own C++/CUDA operators, or in a module that imports
+  CPU-and-CUDA-only operators (TorchRec, PyG's; :mod:`.own_extension`) or uses what TorchNeuron's beta
+  may not run (``torch.sparse``...: :mod:`.unsupported_use`).
 """
 
 from __future__ import annotations
 
 import ast
 
+from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
 from .mocked import mocked_by_tests
@@ -38,6 +40,7 @@ from .native_neuron import native_neuron_note
 from .own_extension import operator_library, own_extension
 from .replication import data_parallel_count, mmcv_wrapper
 from .torchscript import scripted
+from .unsupported_use import chooses_device, unsupported_note
 from .vendored_device import selecting_package
 
 
@@ -118,6 +121,9 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the module uses `{library}`, which runs on the CPU and CUDA only; this "
                 "test sends Trainium down the CPU path, the one that works there. Rewritten, neuron tensors "
                 "would reach it")
+    unsupported = gate and chooses_device(ctx, node) and unsupported_note(ctx)
+    if unsupported:
+        return unsupported
     child = gate and child_visible_devices(ctx)
     if child:
         return (f"not rewritten: the module gives the processes it starts their `CUDA_VISIBLE_DEVICES` (line "
@@ -285,28 +291,6 @@ def _only_divides(ctx, call: ast.Call) -> bool:
         return False
     uses = [n for n in ctx.walk(scope) if isinstance(n, ast.Name) and n.id == name and n is not stmt.targets[0]]
     return bool(uses) and all(isinstance(n.ctx, ast.Load) and _divisor(ctx, n) for n in uses)
-
-
-def cuda_class(ctx, node: ast.AST) -> str:
-    """The name of the class holding ``node`` when it is named for CUDA, the GPU or TensorRT (composer's
-    ``DeviceGPU``, beside its ``DeviceCPU``/``DeviceMPS``/``DeviceNeuron``; ``CudaTimer``, ``TrtEvitSam``)
-    or derives from a class of a CUDA-only library (bitsandbytes, apex, xformers, flash-attn),
-    or of the function named for TensorRT, or ``""``."""
-    from .cuda_only import CUDA_LIBRARY_ROOTS, dotted
-    from .name_words import name_words
-
-    method = "cuda" if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "cuda" else ""
-    for p in ctx.ancestors(node):
-        if isinstance(p, ast.ClassDef) and {"gpu", "gpus", "cuda", "trt", "tensorrt"} & set(name_words(p.name)):
-            return p.name
-        if isinstance(p, ast.ClassDef) and any(dotted(b)[:1] and dotted(b)[0] in CUDA_LIBRARY_ROOTS for b in p.bases):
-            return p.name  # lit-llama's `Linear8bitLt(bnb.nn.Linear8bitLt)`: bitsandbytes' CUDA kernels
-        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and {"trt", "tensorrt"} & set(name_words(p.name)):
-            return p.name  # efficientvit's `run_yolo_model_tensorrt`: its model is a TensorRT engine
-        if isinstance(p, ast.ClassDef) and method:
-            return f"{p.name}.{method}"
-        method = p.name if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name == "cuda" else ""
-    return ""
 
 
 def _test_of_cuda_library(ctx, node: ast.AST) -> str:

@@ -24,7 +24,7 @@ import re
 
 from ..cuda_only import cuda_only_call as _cuda_only_call
 from ..cuda_only import dotted as _dotted
-from ..name_words import name_words
+from ..name_words import cuda_keyed, name_words
 
 #: Where the value only asks "is it on an accelerator?" and decides no code.
 _HARMLESS_KEYWORDS = frozenset({"pin_memory", "non_blocking"})
@@ -41,7 +41,8 @@ def _cuda_api_sites(ctx, n) -> bool:
             return True
         q = ctx.qualname(n)
         return bool(q) and (q == "torch.cuda" or q.startswith("torch.cuda.")) and not isinstance(ctx.parent(n), ast.Attribute)
-    return isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(":")[0] in ("cuda", "nccl")
+    return isinstance(n, ast.Constant) and isinstance(n.value, str) and (
+        n.value.split(":")[0] in ("cuda", "nccl") or cuda_keyed(n.value, isinstance(ctx.parent(n), ast.Compare)))
 
 
 def _block_after(ctx, stmt) -> list:
