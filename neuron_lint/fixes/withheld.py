@@ -115,7 +115,31 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     elsewhere = _decided_elsewhere(ctx, hit, node)
     if elsewhere:
         return elsewhere
-    gate = hit.rule.category == "cuda-specific" and _gate(ctx, node)
+    cpu_path = hit.rule.category == "cuda-specific" and _cpu_path_note(ctx, hit, node)
+    if cpu_path:
+        return cpu_path
+    parallel = data_parallel_count(ctx, node)
+    if parallel:
+        return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
+                "devices only (its scatter and broadcast are CUDA's); counting the accelerator's devices "
+                "would send Trainium's NeuronCores into it. Move to DistributedDataParallel first")
+    fallback = api_fallback(ctx, node)
+    if fallback:
+        return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
+                "uses; the device-agnostic APIs a fix writes may not exist there either")
+    return ""
+
+
+def _cpu_path_note(ctx, hit, node: ast.AST) -> str:
+    """The note where this device test must keep sending Trainium down the CPU path, the one that
+    works there (the module's operators or APIs run on the CPU and CUDA only, or its count is of
+    GPUs it hands out), or where a test hands CUDA tensors to the project's own operators; else ``""``."""
+    built = hit.rule.code in ("NRN201", "NRN202") and is_test_path(ctx.path) and own_extension(ctx.path)
+    if built:
+        return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), and its tests hand them "
+                "CUDA tensors on purpose (kaolin's, set 58); rewritten, they would hand Trainium's or the CPU's "
+                "tensors to kernels built for CUDA. Decide by hand which tests Trainium runs")
+    gate = _gate(ctx, node)
     library = gate and operator_library(ctx)
     if library:
         return (f"not rewritten: the module uses `{library}`, which runs on the CPU and CUDA only; this "
@@ -134,15 +158,6 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
                 "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
                 "neuron tensors would reach those operators")
-    parallel = data_parallel_count(ctx, node)
-    if parallel:
-        return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
-                "devices only (its scatter and broadcast are CUDA's); counting the accelerator's devices "
-                "would send Trainium's NeuronCores into it. Move to DistributedDataParallel first")
-    fallback = api_fallback(ctx, node)
-    if fallback:
-        return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
-                "uses; the device-agnostic APIs a fix writes may not exist there either")
     return ""
 
 
