@@ -348,7 +348,7 @@ def _read(path: str) -> bytes:
 #: (its `_C` RoIAlign, RoIPool and NMS: mmf's feature extractors, set 55, and scene_graph_benchmark's
 #: AttrRCNN built on it). (A
 #: module using bitsandbytes gets no CUDA rewrite at all: :func:`.withheld.uses_bitsandbytes`.)
-_CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torch_sparse", "torch_cluster",
+CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torch_sparse", "torch_cluster",
                                  "torch_spline_conv", "MinkowskiEngine", "spconv", "pytorch3d", "mmcv.ops",
                                  "mmdet", "mmdet3d", "mmrotate", "torchsummary", "maskrcnn_benchmark",
                                  "scene_graph_benchmark",
@@ -367,8 +367,8 @@ def operator_library(ctx) -> str:
     with gloo, which is the TorchRec path that works on Trainium), or AOTInductor, which the module
     calls (TorchServe's export scripts, set 57: a shared library built and loaded for the CPU or
     CUDA), or ``""``."""
-    found = next((n for n in top_imports(ctx) if n.split(".")[0] in _CPU_CUDA_LIBRARIES
-                  or ".".join(n.split(".")[:2]) in _CPU_CUDA_LIBRARIES), "")
+    found = next((n for n in top_imports(ctx) if n.split(".")[0] in CPU_CUDA_LIBRARIES
+                  or ".".join(n.split(".")[:2]) in CPU_CUDA_LIBRARIES), "")
     if not found and "aot" in ctx.text:
         found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
                       and ctx.qualname(n.func) in AOT_INDUCTOR), "")

@@ -25,6 +25,7 @@ import re
 from ..cuda_only import cuda_only_call as _cuda_only_call
 from ..cuda_only import dotted as _dotted
 from ..name_words import cuda_keyed, name_words
+from ..own_extension import CPU_CUDA_LIBRARIES
 
 #: Where the value only asks "is it on an accelerator?" and decides no code.
 _HARMLESS_KEYWORDS = frozenset({"pin_memory", "non_blocking"})
@@ -193,6 +194,17 @@ def _required(ctx, expr) -> str:
     return text.strip()[:50] if re.search(r"(?i)\bcuda\b", text) else ""
 
 
+def _cpu_cuda_library_call(ctx, call: ast.Call) -> str:
+    """``torch_scatter.scatter(...)``, however imported (PyG: ``from torch_geometric.typing import
+    torch_scatter``): a library with CPU and CUDA kernels only, where ``is_cuda`` asks whether its
+    fast kernel applies (set 58), as written, or ``""``."""
+    name = ctx.qualname(call.func) or ""
+    parts = name.split(".")[:-1]
+    hit = any(p in CPU_CUDA_LIBRARIES or ".".join(parts[i:i + 2]) in CPU_CUDA_LIBRARIES
+              for i, p in enumerate(parts))
+    return f"`{ctx.segment(call.func)}`, from a library with CPU and CUDA kernels only," if hit else ""
+
+
 def _complex_call(ctx, call: ast.Call) -> str:
     qual = ctx.qualname(call.func)
     return f"`{qual}` (complex tensors, which Trainium decomposes into real ones: NRN303)" if qual in _COMPLEX else ""
@@ -260,7 +272,7 @@ class IsCuda:
             for n in ctx.walk(top):
                 if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"):
                     # `x.cuda()` is not CUDA-only code: NRN201 rewrites it, and settle() keeps the two together
-                    what = _cuda_only_call(ctx, n) or _complex_call(ctx, n)
+                    what = _cuda_only_call(ctx, n) or _complex_call(ctx, n) or _cpu_cuda_library_call(ctx, n)
                     if what:
                         ctx.note(hit, (
                             f"not rewritten: the code this test lets run calls {what} on line {n.lineno}; on Trainium "
