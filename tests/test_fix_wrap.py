@@ -207,6 +207,30 @@ def test_a_split_call_whose_arguments_a_fix_shortened_is_joined_as_ruff_format_d
 
 
 @pytest.mark.slow  # runs the real ruff
+def test_a_comprehension_a_fix_shortened_is_joined_as_ruff_format_does():
+    # torchao's attention benchmark (held-out set 61): `[` / `torch.cuda.Event(...) for ...` / `]`
+    # fits on one line as `torch.Event`, and the split form newly failed `ruff format --check`
+    src = """
+        import torch
+
+
+        def events(num_iters):
+            if num_iters:
+                start_events = [
+                    torch.cuda.Event(enable_timing=True) for _ in range(num_iters)
+                ]
+                kept = [
+                    torch.cuda.Event(enable_timing=True),
+                ]
+                return start_events, kept
+    """
+    fixed = _fix(src)
+    assert "        start_events = [torch.Event(enable_timing=True) for _ in range(num_iters)]\n" in fixed
+    assert "        kept = [\n            torch.Event(enable_timing=True),\n        ]\n" in fixed  # trailing comma
+    assert _ruff_format(fixed) == fixed
+
+
+@pytest.mark.slow  # runs the real ruff
 def test_a_parenthesised_value_a_fix_shortened_loses_its_parentheses_as_ruff_format_does():
     # lm-eval's HFLM: `self._device = (` / the availability idiom over three lines / `)` became
     # `(` / `_current_device()` / `)`, which newly failed `ruff format --check`

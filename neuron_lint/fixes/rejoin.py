@@ -172,7 +172,8 @@ def _unparenthesised(small) -> cst.BaseExpression | None:
 def _on_one_line(stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine | None:
     """``stmt`` laid out on one line when its value is a call split around its arguments (``f(`` /
     the arguments on one line / ``)``) with no trailing comma, a value in parentheses of its own
-    (:func:`_unparenthesised`) or an assertion's test in parentheses of its own; else None."""
+    (:func:`_unparenthesised`), a display or comprehension split around its contents
+    (:func:`_bracket_on_one_line`) or an assertion's test in parentheses of its own; else None."""
     if len(stmt.body) != 1 or stmt.trailing_whitespace.comment is not None:
         return None
     small = stmt.body[0]
@@ -185,7 +186,7 @@ def _on_one_line(stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine | Non
         return stmt.with_changes(body=[small.with_changes(test=test.with_changes(lpar=[], rpar=[]))])
     if not isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr)):
         return None
-    value = _unparenthesised(small)
+    value = _unparenthesised(small) or _bracket_on_one_line(small.value)
     call = small.value
     if value is None:
         if not (isinstance(call, cst.Call) and call.args and not call.lpar
@@ -196,6 +197,26 @@ def _on_one_line(stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine | Non
         args = [*call.args[:-1], call.args[-1].with_changes(whitespace_after_arg=_NONE)]
         value = call.with_changes(whitespace_before_args=_NONE, args=args)
     return stmt.with_changes(body=[small.with_changes(value=value)])
+
+
+def _bracket_on_one_line(value) -> cst.BaseExpression | None:
+    """A list, set or dict display or comprehension split around its contents (``[`` / the
+    contents on one line / ``]``, no trailing comma), with the line breaks inside its brackets
+    taken out: torchao's ``[torch.cuda.Event(enable_timing=True) for _ in range(n)]``, short enough
+    once it is ``torch.Event``; else None."""
+    if isinstance(value, (cst.List, cst.ListComp)):
+        opening, closing, names = value.lbracket, value.rbracket, ("lbracket", "rbracket")
+    elif isinstance(value, (cst.Set, cst.SetComp, cst.Dict, cst.DictComp)):
+        opening, closing, names = value.lbrace, value.rbrace, ("lbrace", "rbrace")
+    else:
+        return None
+    elements = getattr(value, "elements", None)
+    if (value.lpar or not isinstance(opening.whitespace_after, cst.ParenthesizedWhitespace)
+            or not isinstance(closing.whitespace_before, cst.ParenthesizedWhitespace)
+            or (elements is not None and (not elements or isinstance(elements[-1].comma, cst.Comma)))):
+        return None
+    return value.with_changes(**{names[0]: opening.with_changes(whitespace_after=_NONE),
+                                 names[1]: closing.with_changes(whitespace_before=_NONE)})
 
 
 def _join_header(source: list[str], node: ast.AST, limit: int) -> bool:
