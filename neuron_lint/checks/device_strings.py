@@ -73,14 +73,24 @@ CUDA_PERCENTS = ("cuda:%d", "cuda:%s", "cuda:%i")
 
 
 def _cuda_format_string(node: ast.AST) -> bool:
-    """``"cuda:{}".format(i)`` or ``"cuda:%d" % i``: a CUDA device string with a run-time index."""
+    """``"cuda:{}".format(i)``, ``"cuda:%d" % i`` or ``"cuda:" + str(i)``: a CUDA device string with a
+    run-time index."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
         base = node.func.value
         return isinstance(base, ast.Constant) and isinstance(base.value, str) and base.value in CUDA_FORMATS
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         left = node.left
         return isinstance(left, ast.Constant) and isinstance(left.value, str) and left.value in CUDA_PERCENTS
-    return False
+    return cuda_concatenation(node)
+
+
+def cuda_concatenation(node: ast.AST) -> bool:
+    """``"cuda:" + str(i)`` (ogb's multi-GPU examples, dgl-ke's ``get_dev``)."""
+    right = getattr(node, "right", None)
+    return (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant)
+            and node.left.value == "cuda:" and isinstance(right, ast.Call) and isinstance(right.func, ast.Name)
+            and right.func.id == "str" and len(right.args) == 1 and not right.keywords
+            and not isinstance(right.args[0], ast.Starred))
 
 
 def _format_in(value: ast.AST | None) -> ast.AST | None:
@@ -93,8 +103,9 @@ def _format_in(value: ast.AST | None) -> ast.AST | None:
 
 @matcher(ast.Call, ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef)
 def device_string_format(model: SemanticModel, node: ast.AST) -> Iterable[tuple[ast.AST, str]]:
-    """``"cuda:{}".format(rank)`` / ``"cuda:%d" % rank`` where a device is expected: ``torch.device(...)``,
-    ``device=...``, ``.to(...)``, or a variable or parameter named like a device."""
+    """``"cuda:{}".format(rank)`` / ``"cuda:%d" % rank`` / ``"cuda:" + str(rank)`` where a device is
+    expected: ``torch.device(...)``, ``device=...``, ``map_location=...``, ``.to(...)``, or a variable
+    or parameter named like a device."""
     values: list[ast.AST] = []
     if isinstance(node, ast.Call):
         func = node.func
@@ -104,7 +115,7 @@ def device_string_format(model: SemanticModel, node: ast.AST) -> Iterable[tuple[
             values += [kw.value for kw in node.keywords if kw.arg == "type"]
         elif isinstance(func, ast.Attribute) and func.attr == "to":
             values.append(first)
-        values += [kw.value for kw in node.keywords if kw.arg == "device"]
+        values += [kw.value for kw in node.keywords if kw.arg in ("device", "map_location")]
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         values += [d for p, d in parameter_defaults(node.args) if device_named(p.arg)]
     else:

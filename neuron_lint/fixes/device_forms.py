@@ -1,7 +1,7 @@
 """CUDA device strings in their four forms, on both trees, and the current device's form of each.
 
-``"cuda"`` (plain), ``"cuda:1"`` (indexed), ``f"cuda:{i}"`` (fstring), ``"cuda:{}".format(i)`` and
-``"cuda:%d" % i`` (format): :func:`literal_kind` tells them on the ``ast`` (planning),
+``"cuda"`` (plain), ``"cuda:1"`` (indexed), ``f"cuda:{i}"`` (fstring), ``"cuda:{}".format(i)``,
+``"cuda:%d" % i`` and ``"cuda:" + str(i)`` (format): :func:`literal_kind` tells them on the ``ast`` (planning),
 :func:`cst_literal_kind` on LibCST (rewriting). :func:`convert` writes the current device's form of
 one, :func:`word` the ``--device neuron`` form (only the word changes).
 """
@@ -14,7 +14,7 @@ import re
 import sys
 import tokenize
 
-from ..checks.device_strings import CUDA_FORMATS, CUDA_PERCENTS
+from ..checks.device_strings import CUDA_FORMATS, CUDA_PERCENTS, cuda_concatenation
 from .decline import Decline
 
 #: ``"cuda"``, ``"cuda:3"``
@@ -53,6 +53,8 @@ def literal_kind(node) -> str | None:
         form, text = "format", node.func.value.value
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant):
         form, text = "percent", node.left.value
+    elif cuda_concatenation(node):
+        return "format"
     return _kind(form, text)
 
 
@@ -100,6 +102,19 @@ def cst_literal_kind(node) -> str | None:
         return _kind("format", node.func.value.evaluated_value)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.left, cst.SimpleString) and isinstance(node.operator, cst.Modulo):
         return _kind("percent", node.left.evaluated_value)
+    if (isinstance(node, cst.BinaryOperation) and isinstance(node.left, cst.SimpleString) and isinstance(node.operator, cst.Add)
+            and node.left.evaluated_value == "cuda:" and _str_call(node.right) is not None):
+        return "format"
+    return None
+
+
+def _str_call(node):
+    """The argument of ``str(x)`` (CST), or None."""
+    import libcst as cst
+
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str"
+            and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star):
+        return node.args[0].value
     return None
 
 
@@ -139,6 +154,8 @@ def _format_argument(node):
         if len(args) != 1 or args[0].keyword is not None or args[0].star:
             raise Decline("`.format(...)` takes something other than one index")
         return args[0].value, node.func.value
+    if isinstance(node.operator, cst.Add):  # "cuda:" + str(i)
+        return _str_call(node.right), node.left
     right = node.right
     if isinstance(right, cst.Tuple):
         if len(right.elements) != 1 or isinstance(right.elements[0], cst.StarredElement):

@@ -70,3 +70,23 @@ class FunctionImports:
                     for a in n.names:
                         found[a.asname or a.name] = f"{n.module}.{a.name}"
         return found
+
+
+def torch_only_in_functions(tree: ast.Module, function_names: frozenset[str]) -> bool:
+    """Does the module import torch only in its functions (``function_names``: what they import),
+    with no import of or from torch at its top, under ``if``/``try`` included? Then torch is an
+    optional dependency of the module (deepface's detectors, set 60), not one a fix may import
+    at its top."""
+    if "torch" not in function_names:
+        return False
+    todo = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, ast.Import) and any(a.name.split(".")[0] == "torch" for a in stmt.names):
+            return False
+        if isinstance(stmt, ast.ImportFrom) and not stmt.level and (stmt.module or "").split(".")[0] == "torch":
+            return False
+        if isinstance(stmt, (ast.If, ast.Try)):
+            todo += [*stmt.body, *stmt.orelse, *getattr(stmt, "finalbody", []),
+                     *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
+    return True

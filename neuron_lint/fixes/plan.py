@@ -17,7 +17,7 @@ from ..engine.parents import TreeParents
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
 from .local_device import local_device
-from .function_imports import FunctionImports
+from .function_imports import FunctionImports, torch_only_in_functions
 from .module_kind import (
     binds_torch,
     forks_workers,
@@ -324,6 +324,9 @@ class PlanContext:
                         "pass the device in, or choose it inside a function")
         if self.bound.get(DEVICE_HELPER, 0) and not self.has_device_helper:
             return {}, f"the module already uses the name {DEVICE_HELPER} for something else"
+        if torch_only_in_functions(self.tree, self._names.names):
+            return {}, ("the module imports torch only in its functions (an optional dependency), and the device "
+                        "helper a fix adds would need `import torch` at its top; choose the device in the function")
         return {"device": "library"}, ""
 
     def device_or_note(self, hit, node: ast.AST) -> dict | None:

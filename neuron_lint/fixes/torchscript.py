@@ -17,9 +17,14 @@ SCRIPTING = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.jit
                        "torch.jit._script.script"})
 
 
+#: Base classes whose subclasses TorchScript compiles (``@torch.jit.script_method`` methods).
+_SCRIPT_MODULES = frozenset({"torch.jit.ScriptModule", "torch.jit._script.ScriptModule"})
+
+
 def scripted(ctx, node: ast.AST) -> str:
     """The name of the function or class holding ``node`` (or ``node`` itself) that TorchScript
-    compiles, decorated or passed to ``torch.jit.script(name)`` in the module, or ``""``."""
+    compiles, decorated, passed to ``torch.jit.script(name)`` in the module or derived from
+    ``torch.jit.ScriptModule``, or ``""``."""
     if "jit" not in ctx.text:
         return ""
     for p in (node, *ctx.ancestors(node)):
@@ -27,6 +32,8 @@ def scripted(ctx, node: ast.AST) -> str:
             continue
         if any(ctx.qualname(d.func if isinstance(d, ast.Call) else d) in SCRIPTING for d in p.decorator_list):
             return p.name
+        if isinstance(p, ast.ClassDef) and any(ctx.qualname(b) in _SCRIPT_MODULES for b in p.bases):
+            return p.name  # its methods are compiled, and its `__init__` sets what they read (pytorch-kaldi's liGRU)
         if p.name in _scripted_names(ctx) and ctx.parent(p) is ctx.tree:
             return p.name
     return ""
