@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .name_words import string_picks_gpu
+
 
 def cpu_build_choice(ctx, guard) -> str:
     """``f"tensorflow{'' if torch.cuda.is_available() else '-cpu'}"`` (yolov5's export): the string
@@ -90,6 +92,21 @@ def toolkit_test(ctx, call: ast.AST) -> str:
         name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
         if name in _TOOLKITS:
             return name
+    return ""
+
+
+def gpu_path_test(ctx, call: ast.AST) -> str:
+    """``dali_device == "gpu"`` when the test around ``call`` also compares something with a string that
+    picks the project's GPU path (solo-learn's DALI loaders: ``if torch.cuda.is_available() and
+    dali_device == "gpu":``, NVIDIA DALI's CUDA pipeline, set 60), as written, else ``""``."""
+    test = call
+    while isinstance(ctx.parent(test), (ast.BoolOp, ast.UnaryOp)):
+        test = ctx.parent(test)
+    for n in ast.walk(test):
+        if isinstance(n, ast.Compare) and any(
+                isinstance(c, ast.Constant) and isinstance(c.value, str) and string_picks_gpu(c.value)
+                for c in (n.left, *n.comparators)):
+            return ctx.segment(n)[:60]
     return ""
 
 

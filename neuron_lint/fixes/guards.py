@@ -35,7 +35,13 @@ from .guard_skips import (
     skip_statement,
     stops,
 )
-from .guard_subjects import cpu_build_choice, cuda_key_branch, extension_build, toolkit_test
+from .guard_subjects import (
+    cpu_build_choice,
+    cuda_key_branch,
+    extension_build,
+    gpu_path_test,
+    toolkit_test,
+)
 from .name_words import cuda_keyed, names_gpu, string_picks_gpu
 
 #: Keyword arguments a guard's value may feed without deciding device-specific code.
@@ -298,6 +304,10 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if toolkit:
         return None, (f"it is asked together with `{toolkit}` (where the CUDA toolkit is installed): the test "
                       "decides whether CUDA code is built, which Trainium has no use for. Keep it")
+    chosen = gpu_path_test(ctx, call)
+    if chosen:
+        return None, (f"it is asked together with `{chosen}`: the test is for the GPU path the project chose, "
+                      "CUDA's (NVIDIA DALI's `gpu` pipeline, a `gpu` backend), which Trainium does not have. Keep it")
     built = extension_build(ctx, call)
     if built:
         return None, (f"the code it decides builds CUDA code ({built}): the test asks whether nvcc can compile "
