@@ -192,6 +192,22 @@ def test_a_cell_given_the_device_definition_ends_as_it_did(tmp_path: Path, endin
     assert first.startswith("import torch\n\nDEVICE = (\n") and first.endswith(")" + ending), first
 
 
+def test_an_added_import_and_device_go_below_the_setup_cells(tmp_path: Path):
+    """d3rlpy's tutorials (set 62) start with a Colab-only cell of `!apt-get`/`!pip install` lines,
+    skipped elsewhere: the `import torch` and `DEVICE` a fix adds go into the cell of the first
+    imports, after the installs, not into that cell (a NameError where it is skipped)."""
+    path = tmp_path / "tutorial.ipynb"
+    write_jupyter(path, notebook(cell("code", lines("!apt-get install -y xvfb\n!pip install pygame")),
+                                 cell("code", lines("!pip install d3rlpy")),
+                                 cell("code", lines("import d3rlpy\n\ndataset = d3rlpy.datasets.get_cartpole()")),
+                                 cell("code", lines("cql = d3rlpy.algos.DQNConfig().create(device='cuda:0')\ncql.fit(dataset)"))))
+    assert fix_file(path, Settings()).written
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert sources[:2] == ["!apt-get install -y xvfb\n!pip install pygame", "!pip install d3rlpy"]
+    assert sources[2].startswith("import d3rlpy\nimport torch\n\nDEVICE = (\n"), sources[2]
+    assert "create(device=f'{DEVICE.type}:0')" in sources[3]
+
+
 def test_a_notebook_with_nothing_to_fix_is_not_rewritten(tmp_path: Path):
     path = tmp_path / "clean.ipynb"
     write_jupyter(path, notebook(cell("code", lines("import torch\nx = torch.ones(1)"))))
@@ -348,7 +364,7 @@ def test_each_section_that_imports_torch_again_gets_the_device_it_uses(tmp_path:
 def test_a_cell_magic_stays_its_cells_first_line(tmp_path: Path):
     """axolotl's Colab example (set 41): its first cell is `%%capture` and pip installs. The `import
     torch` and the device definition went above `%%capture`, where IPython no longer reads it as a
-    cell magic and the install cell fails; they now open the next cell that starts with Python."""
+    cell magic and the install cell fails; they now go to the next cell that starts with Python."""
     path = tmp_path / "nb.ipynb"
     write_jupyter(path, notebook(cell("code", lines("%%capture\n!pip install axolotl")),
                                  cell("code", lines("from collections import OrderedDict\nx = OrderedDict()")),
@@ -356,7 +372,8 @@ def test_a_cell_magic_stays_its_cells_first_line(tmp_path: Path):
     assert fix_file(path, Settings()).written
     sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
     assert sources[0] == "%%capture\n!pip install axolotl", sources
-    assert sources[1].startswith("import torch\n\nDEVICE = (\n"), sources
-    assert sources[1].endswith("from collections import OrderedDict\nx = OrderedDict()"), sources
+    # after the cell's standard-library import, as isort sorts them, the device after both
+    assert sources[1].startswith("from collections import OrderedDict\n\nimport torch\n\nDEVICE = (\n"), sources
+    assert sources[1].endswith(")\n\nx = OrderedDict()"), sources
     assert sources[2] == "m = make_model().to(DEVICE)", sources
     assert not fix_file(path, Settings()).written  # a second run changes nothing

@@ -10,6 +10,8 @@ the order of their modules. Statements are moved as they are, never regenerated.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 
@@ -18,7 +20,7 @@ def sorted_torch_import(tree: cst.Module, original: cst.Module | None = None) ->
     imports (DeOldify's notebook: ``import os`` then ``os.environ['OMP_NUM_THREADS'] = '1'``, which
     torch reads when it is imported: above them, the setting no longer takes). ``original``: the
     module before the import was added, whose first such statement keeps its own blank lines."""
-    tree = _sorted_torch_import(tree)
+    tree = _sorted_torch_import(_after_notebook_setup(tree))
     body = list(tree.body)
     at = _plain_torch_import(body)
     if at is None:
@@ -37,6 +39,48 @@ def sorted_torch_import(tree: cst.Module, original: cst.Module | None = None) ->
         body[at] = body[at].with_changes(leading_lines=first.leading_lines)
     body.insert(last, moved.with_changes(leading_lines=[cst.EmptyLine()]))
     return tree.with_changes(body=body)
+
+
+_MAGIC_LINE = re.compile(r"^# nl-[0-9a-f]{10} magic \d+$")
+
+
+def _magic(stmt) -> bool:
+    """A notebook's IPython line (``!pip install ...``), masked as ``pass  # nl-... magic N``."""
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Pass)
+            and stmt.trailing_whitespace.comment is not None
+            and bool(_MAGIC_LINE.match(stmt.trailing_whitespace.comment.value)))
+
+
+def _after_notebook_setup(tree: cst.Module) -> cst.Module:
+    """A notebook that starts with shell and magic lines (``!apt-get ...``, ``!pip install d3rlpy``,
+    often a Colab-only cell skipped elsewhere: d3rlpy's tutorials, set 62) gets the ``import torch``
+    LibCST put at its very top in the cell of its first Python statement instead, after the imports
+    there that sort before it: installing comes before importing, and a skipped setup cell must not
+    take the import (and the device defined after it) along."""
+    body = list(tree.body)
+    if _plain_torch_import(body) != 0 or len(body) < 3 or not _magic(body[1]):
+        return tree
+    k = 1
+    while k < len(body) and _magic(body[k]):
+        k += 1
+    if k >= len(body):
+        return tree
+    moved, target = body[0], body[k]
+    at = k  # the import goes before body[at]: after the cell's imports that isort puts above it
+    while at < len(body) and lone_import(body[at]) and (at == k or not any(x.comment for x in body[at].leading_lines)):
+        section = _section(body[at].body[0])
+        if section == "first" or (section == "third" and _sorts_after_torch(body[at].body[0])):
+            break
+        at += 1
+    if at == k:  # first in its cell
+        body.insert(k, moved.with_changes(leading_lines=target.leading_lines))
+        apart = not lone_import(target) or _section(target.body[0]) == "first"
+        body[k + 1] = target.with_changes(leading_lines=[cst.EmptyLine()] if apart else [])
+    else:  # a blank line between the standard library and torch's section
+        apart = _section(body[at - 1].body[0]) == "stdlib"
+        body.insert(at, moved.with_changes(leading_lines=[cst.EmptyLine()] if apart else []))
+    body[1] = body[1].with_changes(leading_lines=moved.leading_lines)  # the blank line LibCST put under the import goes
+    return tree.with_changes(body=body[1:])
 
 
 def _plain_torch_import(body: list) -> int | None:

@@ -142,7 +142,7 @@ def picks_visible_devices(ctx) -> bool:
     return found
 
 
-_FORKERS = frozenset({"multiprocessing.Process", "multiprocessing.Pool", "torch.multiprocessing.Process",
+FORKERS = frozenset({"multiprocessing.Process", "multiprocessing.Pool", "torch.multiprocessing.Process",
                       "torch.multiprocessing.Pool", "os.fork"})
 
 
@@ -165,7 +165,7 @@ def forks_workers(ctx) -> bool:
             calls = [n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)]
             spawns = any(getattr(n.func, "attr", getattr(n.func, "id", "")) in ("set_start_method", "get_context")
                          and n.args and is_str(n.args[0], "spawn", "forkserver") for n in calls)
-            forks = [n for n in calls if ctx.qualname(n.func) in _FORKERS]
+            forks = [n for n in calls if ctx.qualname(n.func) in FORKERS]
             if forks and not spawns:
                 work = [k.value for n in forks for k in n.keywords if k.arg == "target"]
                 work += [n.args[0] for n in calls if isinstance(n.func, ast.Attribute) and n.func.attr in _POOL_METHODS

@@ -16,8 +16,9 @@ from ..config.settings import Settings
 from ..engine.parents import TreeParents
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
+from .function_imports import FunctionImports
+from .library_device import library_device_note
 from .local_device import local_device
-from .function_imports import FunctionImports, torch_only_in_functions
 from .module_kind import (
     binds_torch,
     forks_workers,
@@ -324,9 +325,9 @@ class PlanContext:
                         "pass the device in, or choose it inside a function")
         if self.bound.get(DEVICE_HELPER, 0) and not self.has_device_helper:
             return {}, f"the module already uses the name {DEVICE_HELPER} for something else"
-        if torch_only_in_functions(self.tree, self._names.names):
-            return {}, ("the module imports torch only in its functions (an optional dependency), and the device "
-                        "helper a fix adds would need `import torch` at its top; choose the device in the function")
+        why = library_device_note(self, node)
+        if why:
+            return {}, why
         return {"device": "library"}, ""
 
     def device_or_note(self, hit, node: ast.AST) -> dict | None:

@@ -198,11 +198,26 @@ def _cpu_cuda_library_call(ctx, call: ast.Call) -> str:
     """``torch_scatter.scatter(...)``, however imported (PyG: ``from torch_geometric.typing import
     torch_scatter``): a library with CPU and CUDA kernels only, where ``is_cuda`` asks whether its
     fast kernel applies (set 58), as written, or ``""``."""
-    name = ctx.qualname(call.func) or ""
-    parts = name.split(".")[:-1]
-    hit = any(p in CPU_CUDA_LIBRARIES or ".".join(parts[i:i + 2]) in CPU_CUDA_LIBRARIES
-              for i, p in enumerate(parts))
-    return f"`{ctx.segment(call.func)}`, from a library with CPU and CUDA kernels only," if hit else ""
+    if _library_call(ctx, call):
+        return f"`{ctx.segment(call.func)}`, from a library with CPU and CUDA kernels only,"
+    # one step into the module's own function (PyG's `_torch_sparse_spmm`, which calls torch_sparse)
+    own = _module_functions(ctx).get(call.func.id) if isinstance(call.func, ast.Name) else None
+    inner = next((n for n in ctx.walk(own) if isinstance(n, ast.Call) and _library_call(ctx, n)), None) if own else None
+    return f"`{call.func.id}`, which calls `{ctx.segment(inner.func)}` (a library with CPU and CUDA kernels only)," \
+        if inner is not None else ""
+
+
+def _library_call(ctx, call: ast.Call) -> bool:
+    parts = (ctx.qualname(call.func) or "").split(".")[:-1]
+    return any(p in CPU_CUDA_LIBRARIES or ".".join(parts[i:i + 2]) in CPU_CUDA_LIBRARIES for i, p in enumerate(parts))
+
+
+def _module_functions(ctx) -> dict:
+    found = ctx.__dict__.get("_nrn_module_functions")
+    if found is None:
+        found = ctx.__dict__["_nrn_module_functions"] = {
+            s.name: s for s in ctx.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return found
 
 
 def _complex_call(ctx, call: ast.Call) -> str:
