@@ -397,27 +397,3 @@ def test_a_package_choosing_its_device_with_a_cuda_only_select_device_keeps_its_
     vendored_device._selecting_packages.cache_clear()
     assert "torch.accelerator.device_count()" in fix_text(trainer, path, SETTINGS).text
 
-
-TEST_OF_OPS = (
-    "import pytest\nimport torch\n\nfrom p.ops import points_to_morton\n\n\n"
-    "@pytest.mark.parametrize('device', ['cuda'])\n"
-    "def test_morton(device):\n"
-    "    points = torch.tensor([[0, 0, 1]], device=device, dtype=torch.int16)\n"
-    "    assert points_to_morton(points.cuda()).tolist() == [1]\n"
-)
-
-
-def test_the_tests_of_a_project_with_its_own_operators_keep_their_cuda_devices(tmp_path):
-    """kaolin's tests (set 58) hand CUDA tensors to its CUDA kernels on purpose; rewritten, 275
-    hunks handed Trainium's (or the CPU's) tensors to kernels built for CUDA. Outside the tests
-    the same project's moves are still rewritten."""
-    (tmp_path / "setup.py").write_text(SETUP.format(kind="CUDAExtension"))
-    (tmp_path / "tests").mkdir()
-    test = tmp_path / "tests" / "test_morton.py"
-    test.write_text(TEST_OF_OPS)
-    settings = Settings(select=("NRN2",), unsafe_fixes=True)
-    assert fix_text(TEST_OF_OPS, str(test), settings).text == TEST_OF_OPS
-    notes = [f.fix_note for f in check_source(TEST_OF_OPS, str(test), settings)]
-    assert len(notes) == 2 and all("its tests hand them CUDA tensors on purpose" in n for n in notes)
-    (tmp_path / "render.py").write_text(SCRIPT)
-    assert ".to(_current_device())" in fix_text(SCRIPT, str(tmp_path / "render.py"), settings).text

@@ -1,13 +1,15 @@
-"""What a module uses that TorchNeuron's beta may not run, so that its device test keeps sending
-Trainium to the CPU.
+"""What a module uses that TorchNeuron's beta cannot hold on the device, so that its device test
+keeps sending Trainium to the CPU.
 
-The launch lists ``torch.sparse``, ``torch.func``, ``torch.nested`` and ``torch.distributions`` as
-unsupported in the beta, with forward-mode autograd and ``torch.compile(dynamic=True)`` (rejected
-when it compiles); sparse embeddings raise ``NotImplementedError`` in the pre-release
-(torchneuron-facts.md §0, §3, §9). A module using one of them behind ``"cuda" if
-torch.cuda.is_available() else "cpu"`` runs on the CPU on Trainium today, and works there; the
-device-agnostic test would send that code to the Neuron device (PyG's sparse examples, set 58).
-The rules NRN101 to NRN105 and NRN401 report the uses themselves.
+The launch lists ``torch.sparse`` and ``torch.nested`` as unsupported in the beta, sparse embeddings
+raise ``NotImplementedError`` in the pre-release, and ``torch.compile(dynamic=True)`` is rejected
+when it compiles (torchneuron-facts.md §0, §3, §9). Those are layouts and modes, not operators: the
+CPU fallback that keeps an unsupported operator running does not cover them. A module using one
+behind ``"cuda" if torch.cuda.is_available() else "cpu"`` runs on the CPU on Trainium today, and
+works there; the device-agnostic test would send that code to the Neuron device (PyG's sparse
+examples, set 58). ``torch.distributions``, ``torch.func`` and forward-mode autograd, also listed,
+are operators the fallback may run (slowly), so they do not hold a device test back (reinforcement
+learning code samples from distributions everywhere). NRN101, NRN103 and NRN401 report the uses.
 """
 
 from __future__ import annotations
@@ -15,13 +17,12 @@ from __future__ import annotations
 import ast
 
 #: Qualified names (and their prefixes, up to a dot or underscore) of the unsupported APIs.
-_UNSUPPORTED = ("torch.sparse", "torch.distributions", "torch.func", "functorch", "torch.nested",
-                "torch.autograd.forward_ad", "torch.vmap", "torch.optim.SparseAdam",
+_UNSUPPORTED = ("torch.sparse", "torch.nested", "torch.optim.SparseAdam",
                 # PyG's sparse adjacency (torch_sparse's SparseTensor, or torch.sparse layouts)
                 "torch_geometric.transforms.ToSparseTensor", "torch_geometric.typing.SparseTensor",
                 "torch_sparse")
 _SPARSE_METHODS = frozenset({"to_sparse", "to_sparse_csr", "to_sparse_coo", "to_sparse_csc", "to_sparse_bsr"})
-_WORDS = ("sparse", "distributions", "func", "nested", "vmap", "forward_ad", "dynamic")
+_WORDS = ("sparse", "nested", "dynamic")
 
 
 def unsupported_note(ctx) -> str:
@@ -32,9 +33,9 @@ def unsupported_note(ctx) -> str:
     if not found:
         return ""
     return (f"not rewritten: the module uses {found}, which TorchNeuron's beta may not run (the launch lists "
-            "torch.sparse, torch.func, torch.nested, torch.distributions, forward-mode autograd and dynamic "
-            "shapes as unsupported); this test sends Trainium down the CPU path, where it runs. Rewritten, "
-            "that code would go to the Neuron device. Port it first (see the NRN1xx and NRN4xx findings)")
+            "sparse and nested tensors and dynamic shapes as unsupported); this test sends Trainium down the CPU "
+            "path, where it runs. Rewritten, that code would go to the Neuron device. Port it first (see the "
+            "NRN101, NRN103 and NRN401 findings)")
 
 
 def chooses_device(ctx, node: ast.AST) -> bool:

@@ -24,7 +24,7 @@
 - a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
 - a CUDA availability check in a project that builds its own C++/CUDA operators, or in a module that imports
   CPU-and-CUDA-only operators (TorchRec, PyG's; :mod:`.own_extension`) or uses what TorchNeuron's beta
-  may not run (``torch.sparse``...: :mod:`.unsupported_use`).
+  may not hold (``torch.sparse``...: :mod:`.unsupported_use`).
 """
 
 from __future__ import annotations
@@ -133,12 +133,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
 def _cpu_path_note(ctx, hit, node: ast.AST) -> str:
     """The note where this device test must keep sending Trainium down the CPU path, the one that
     works there (the module's operators or APIs run on the CPU and CUDA only, or its count is of
-    GPUs it hands out), or where a test hands CUDA tensors to the project's own operators; else ``""``."""
-    built = hit.rule.code in ("NRN201", "NRN202") and is_test_path(ctx.path) and own_extension(ctx.path)
-    if built:
-        return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), and its tests hand them "
-                "CUDA tensors on purpose (kaolin's, set 58); rewritten, they would hand Trainium's or the CPU's "
-                "tensors to kernels built for CUDA. Decide by hand which tests Trainium runs")
+    GPUs it hands out); else ``""``."""
     gate = _gate(ctx, node)
     library = gate and operator_library(ctx)
     if library:
