@@ -216,6 +216,10 @@ def _with_index(rx, site, node, data: dict, kind: str):
         first = node.parts[0]
         rest = [cst.FormattedStringText(first.value[4:]), *node.parts[1:]]
         return node.with_changes(parts=[cst.FormattedStringExpression(expression=dev_type), *rest])
+    if kind == "format" and isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        # "cuda:" + str(i): only the literal changes, so the index keeps its own quotes (an f-string
+        # around `d.get("gpu_id")` would take quotes ruff format turns round: TorchServe's handlers)
+        return node.with_changes(left=fstring([dev_type, ":"], quote_of(node.left)))
     if kind == "format":
         index, base = _format_argument(node)
         quote = _embeddable(rx, index, quote_of(base))
