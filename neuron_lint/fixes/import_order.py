@@ -10,9 +10,9 @@ the order of their modules. Statements are moved as they are, never regenerated.
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
+
+from ..io.notebook import MAGIC_MARKER
 
 
 def sorted_torch_import(tree: cst.Module, original: cst.Module | None = None) -> cst.Module:
@@ -41,14 +41,11 @@ def sorted_torch_import(tree: cst.Module, original: cst.Module | None = None) ->
     return tree.with_changes(body=body)
 
 
-_MAGIC_LINE = re.compile(r"^# nl-[0-9a-f]{10} magic \d+$")
-
-
 def _magic(stmt) -> bool:
     """A notebook's IPython line (``!pip install ...``), masked as ``pass  # nl-... magic N``."""
     return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Pass)
             and stmt.trailing_whitespace.comment is not None
-            and bool(_MAGIC_LINE.match(stmt.trailing_whitespace.comment.value)))
+            and bool(MAGIC_MARKER.match(stmt.trailing_whitespace.comment.value)))
 
 
 def _after_notebook_setup(tree: cst.Module) -> cst.Module:

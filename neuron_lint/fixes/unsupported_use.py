@@ -4,7 +4,8 @@ keeps sending Trainium to the CPU.
 The launch lists ``torch.sparse`` and ``torch.nested`` as unsupported in the beta, sparse embeddings
 raise ``NotImplementedError`` in the pre-release, and ``torch.compile(dynamic=True)`` is rejected
 when it compiles (torchneuron-facts.md §0, §2, §4). Those are layouts and modes, not operators: the
-CPU fallback that keeps an unsupported operator running does not cover them. A module using one
+CPU fallback that keeps an unsupported operator running may not cover them (inferred: the facts
+say nothing either way). A module using one
 behind ``"cuda" if torch.cuda.is_available() else "cpu"`` runs on the CPU on Trainium today, and
 works there; the device-agnostic test would send that code to the Neuron device (PyG's sparse
 examples, set 58). ``torch.distributions``, ``torch.func`` and forward-mode autograd, also listed,

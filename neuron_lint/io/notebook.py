@@ -216,6 +216,8 @@ def _indent(line: str) -> str:
 
 #: The line :func:`join_cells` puts between two cells (its token: ``nl-`` and ten hex digits).
 CELL_SEPARATOR = re.compile(r"^# nl-[0-9a-f]{10} cell \d+$", re.M)
+#: The comment of the ``pass`` line :func:`join_cells` puts where a line of IPython syntax was.
+MAGIC_MARKER = re.compile(r"^# nl-[0-9a-f]{10} magic \d+$")
 
 
 def join_cells(sources: list[str]) -> Joined:
