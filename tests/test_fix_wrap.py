@@ -44,6 +44,12 @@ SHAPES = [
     "z = (torch.device(\"cpu\"), torch.device(f\"{_current_device().type}:0\"), aaaaaaaaaaaaaaaaaaaaaaaa)\n",
     "w = {torch.device(\"cpu\"), torch.device(f\"{_current_device().type}:0\"), aaaaaaaaaaaaaaaaaaaaaaaa}\n",
     "d = {\"a\": torch.device(\"cpu\"), \"b\": torch.device(f\"{_current_device().type}:0\"), \"c\": aaaaaaa}\n",
+    # a subscript whose opening line would still be too long: the call before it is split and the
+    # subscripts end its closing line (torchao's nvfp4 tests, held-out set 61: it was parenthesised)
+    "def f():\n    if True:\n        global_amax = torch.empty((4,), dtype=torch.float32, device=_current_device().type)[::2]\n",
+    "y = torch.empty((4,), dtype=torch.float32, device=_current_device().type, pin_memory=True)[0][1]\n",
+    "torch.empty((4,), dtype=torch.float32, device=_current_device().type, pin_memory=True, abcdef=4)[::2]\n",
+    "y = torch.empty((4,), dtype=torch.float32, device=_current_device().type, pin_memory=True, abc=4)[::2]\n",
     # an empty last call (`.float()`): the call before it is opened, `).float()` ends the statement
     "def f():\n    if p.device.type == \"cpu\":\n        p_data_fp32_working_copy_here = p.data.to(_current_device(), non_blocking=True).float()\n",
     "x = some_tensor_with_a_long_name.to(_current_device(), non_blocking=True, copy=False).float()\n",

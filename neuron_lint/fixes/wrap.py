@@ -82,6 +82,18 @@ def _bracket_free(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.Name, cst.Integer, cst.Float))
 
 
+def _subscripted_call(node: cst.BaseExpression) -> list | None:
+    """From ``f(a)[i][j]``: the path down the subscripts to the call ``f(a)`` (whose arguments are
+    the pair to split when the subscript's opening line is too long), or None."""
+    path = []
+    while isinstance(node, cst.Subscript) and not node.lpar:
+        node = node.value
+        path.append(node)
+    if path and isinstance(node, cst.Call) and not node.lpar and node.args:
+        return path
+    return None
+
+
 def _rebuild(path: list, new_last: cst.BaseExpression) -> cst.BaseExpression:
     """``path[0]`` with ``path[-1]`` replaced by ``new_last`` (``path`` from :func:`_last_bracket`)."""
     node = new_last
@@ -90,6 +102,8 @@ def _rebuild(path: list, new_last: cst.BaseExpression) -> cst.BaseExpression:
             node = parent.with_changes(left=node) if parent.left is child else parent.with_changes(right=node)
         elif isinstance(parent, cst.Call):  # the empty trailing call `.float()` of a split call
             node = parent.with_changes(func=parent.func.with_changes(value=node))
+        elif isinstance(parent, cst.Subscript):  # `)[::2]` after a split call
+            node = parent.with_changes(value=node)
         else:
             last = parent.comparisons[-1].with_changes(comparator=node)
             node = parent.with_changes(comparisons=[*parent.comparisons[:-1], last])
@@ -154,7 +168,7 @@ class _Breaker:
         """Does every line of ``code`` (a statement at indentation ``column``) keep within the limit?"""
         return all(column + len(line) <= self.limit for line in code.split("\n"))
 
-    def _candidates(self, expr: cst.BaseExpression, optional_parens: bool):
+    def _candidates(self, expr: cst.BaseExpression, optional_parens: bool, render, column: int):
         """Split forms of ``expr``, in the order a formatter prefers them."""
         path = _last_bracket(expr, optional_parens)
         last = path[-1] if path else None
@@ -171,11 +185,14 @@ class _Breaker:
             # line (a chain that is an operand, `z + f(x).float().to(d)`, is split at its last bracket)
             can_omit = False
         if can_omit:
-            if not trailing_comma(bracket_items(last)):
-                for explode in (True,) if display(last) else (False, True):
-                    split = split_bracket(last, self.indent, explode)
-                    if split is not None:
-                        yield _rebuild(path, split)
+            head = _subscripted_call(last)
+            if head is not None and not self._head_fits(path, last, render, column):
+                # `x = f(a, b)[::2]` whose `x = f(a, b)[` is too long: the formatter splits the
+                # call instead and keeps the subscripts on its closing line
+                path, last = [*path, *head], head[-1]
+                yield from self._splits(path, last)
+                return
+            yield from self._splits(path, last)
         if optional_parens and not expr.lpar and _top_delimiters(expr) < 99:
             yield self._parenthesized(expr)
         if optional_parens and plain_ternary(expr):
@@ -184,12 +201,24 @@ class _Breaker:
             yield self._parenthesized(expr.with_changes(whitespace_before_if=broken(self.indent),
                                                         whitespace_before_else=broken(self.indent)))
 
+    def _splits(self, path: list, last: cst.BaseExpression):
+        if not trailing_comma(bracket_items(last)):
+            for explode in (True,) if display(last) else (False, True):
+                split = split_bracket(last, self.indent, explode)
+                if split is not None:
+                    yield _rebuild(path, split)
+
+    def _head_fits(self, path: list, last: cst.Subscript, render, column: int) -> bool:
+        """Does the line up to a split subscript's opening bracket keep within the limit?"""
+        split = split_bracket(last, self.indent, False)
+        return split is not None and self._fits(column, render(_rebuild(path, split)).split("\n")[0])
+
     def _parenthesized(self, expr: cst.BaseExpression) -> cst.BaseExpression:
         return expr.with_changes(lpar=[cst.LeftParen(whitespace_after=broken(self.indent))],
                                  rpar=[cst.RightParen(whitespace_before=broken(""))])
 
     def _pick(self, expr, optional_parens, render, column: int):
-        for candidate in self._candidates(expr, optional_parens):
+        for candidate in self._candidates(expr, optional_parens, render, column):
             code = render(candidate)
             # every line must fit as it is: no nested split is attempted
             if "\n" in code and self._fits(column, code):
