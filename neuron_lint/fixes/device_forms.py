@@ -227,12 +227,3 @@ def _with_index(rx, site, node, data: dict, kind: str):
             raise Decline("the index cannot be written inside an f-string as it is")
         return fstring([dev_type, ":", index], quote)
     raise Decline("not a CUDA device string")
-
-
-def load_location(ctx, node) -> bool:
-    """Is ``node`` where ``torch.load`` restores tensors (``map_location=``, a loader's ``location=``)?"""
-    parent = ctx.parent(node)
-    if isinstance(parent, ast.keyword):
-        return parent.arg in ("map_location", "location")
-    return (isinstance(parent, ast.Call) and ctx.qualname(parent.func) == "torch.load"
-            and len(parent.args) > 1 and parent.args[1] is node)

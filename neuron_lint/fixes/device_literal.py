@@ -57,7 +57,6 @@ from .device_forms import (
     cst_kind,
     cst_literal_kind,
     literal_kind,
-    load_location,
     one_literal,
     word,
 )
@@ -73,6 +72,7 @@ from .device_idiom import (
 from .device_lists import rewrite_guard_list
 from .guard_reach import chosen_by_flag, compared_as_cuda, sliced_note, typed_data_note
 from .guards import region_nodes
+from .load_locations import load_location
 from .module_kind import forks_workers, picks_visible_devices
 from .own_extension import own_extension
 

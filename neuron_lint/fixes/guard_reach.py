@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .load_locations import loads_with
+
 _CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.[A-Za-z]*Tensor")
 
 
@@ -128,7 +130,7 @@ def maps_to_where_saved(ctx, choice: ast.IfExp, negated: bool) -> bool:
         return holder.arg == "map_location"
     if not (isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name)):
         return False
-    return _loads_with(ctx, holder, holder.targets[0].id)
+    return loads_with(ctx, holder, holder.targets[0].id)
 
 
 def maps_to_where_saved_branch(ctx, if_: ast.If, negated: bool) -> bool:
@@ -139,20 +141,7 @@ def maps_to_where_saved_branch(ctx, if_: ast.If, negated: bool) -> bool:
             and isinstance(arm[0].targets[0], ast.Name)
             and isinstance(arm[0].value, ast.Constant) and arm[0].value.value is None):
         return False
-    return _loads_with(ctx, if_, arm[0].targets[0].id)
-
-
-def _loads_with(ctx, node: ast.AST, name: str) -> bool:
-    """Is ``name`` a ``map_location`` in the function (or module) around ``node``: given by keyword,
-    or as the second argument of ``torch.load``?"""
-    scope = ctx.enclosing_function(node) or ctx.tree
-    for n in ctx.walk(scope):
-        if isinstance(n, ast.keyword) and n.arg == "map_location" and isinstance(n.value, ast.Name) and n.value.id == name:
-            return True
-        if (isinstance(n, ast.Call) and len(n.args) > 1 and isinstance(n.args[1], ast.Name) and n.args[1].id == name
-                and ctx.qualname(n.func) == "torch.load"):
-            return True
-    return False
+    return loads_with(ctx, if_, arm[0].targets[0].id)
 
 
 def _targets(body) -> set[str]:
