@@ -177,6 +177,12 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             if data is None:
                 return None
             data = {"mode": "word"} if ctx.neuron else {**data, "mode": "decided"}
+            # the availability tests in the choice are their own findings' to rewrite: the string goes
+            # only with them (ElegantRL's mcpg, read set 63: `f"cuda:{GPU_ID}" if torch.cuda.is_available()
+            # and GPU_ID >= 0 else "cpu"` rewritten while the test stayed, tied to another)
+            tests = [n for n in ast.walk(parent.test) if isinstance(n, ast.Call) and is_availability(ctx, n)]
+            if tests:
+                data = {**data, "region": [[*ctx.span(c), ctx.segment(c).splitlines()[0][:60]] for c in tests]}
             return ctx.propose(hit, parent, "IfExp", message + " (with the device test that chooses it)",
                                {**data, "decided": True})
     if not ctx.neuron and kind in ("plain", "indexed"):

@@ -62,7 +62,17 @@ def settle(findings: list) -> list:
     guards = [i for i, f in enumerate(findings) if is_guard(f)]
     if not guards:
         return findings
-    out, placing, changed = list(findings), None, True
+    out, placing = list(findings), None
+    while True:  # the tests `_agreeing` keeps may be what other guards go with: settle again
+        out, placing = _settled(out, guards, placing)
+        agreed = _agreeing(out, guards, placing)
+        if all(a is b for a, b in zip(agreed, out)):
+            return out
+        out = agreed
+
+
+def _settled(out: list, guards: list[int], placing):
+    changed = True
     while changed:  # a guard that loses its fix may be what another one decides: again, until none does
         changed = False
         for i in guards:
@@ -79,7 +89,7 @@ def settle(findings: list) -> list:
                         placing = out[i]
                     changed = True
                     break
-    return _agreeing(out, guards, placing)
+    return out, placing
 
 
 def _kept_note(f, site) -> str:
