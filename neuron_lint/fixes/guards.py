@@ -241,10 +241,12 @@ def _cuda_sites(ctx, nodes, guard=None) -> list:
     for top in nodes:
         for n in _walk_decided(ctx, top, guard):
             if isinstance(n, ast.Attribute):
-                if n.attr in ("cuda", "is_cuda") and ctx.qualname(n) is None:
+                q = ctx.qualname(n)
+                if n.attr in ("cuda", "is_cuda") and q is None or n.attr == "cuda" and q and q.split(".")[0] != "torch":
+                    # `.cuda()` on an object, or another library's CUDA (Genesis's `gs.cuda` backend in
+                    # torchrl's `if t == "cuda": return gs.cuda`, read set 63; `ti.cuda`, `cupy.cuda`)
                     sites.append(n)
                     continue
-                q = ctx.qualname(n)
                 if q and (q.startswith("torch.cuda.") or q == "torch.cuda") and not isinstance(ctx.parent(n), ast.Attribute):
                     sites.append(n)
             elif isinstance(n, ast.Constant) and isinstance(n.value, str) and (
