@@ -117,7 +117,10 @@ def _kept_mapping(ctx, assign: ast.Assign, qual: str) -> str:
         return (f"it runs only where `{ctx.segment(flag.test)}` holds (line {flag.lineno}), a flag for CUDA: the "
                 "device-agnostic call would change CUDA runs and never run on Trainium")
     if qual == "torch.backends.cuda.matmul.allow_tf32":
-        read = next((n for n in ctx.walk(ctx.enclosing_function(assign) or ctx.tree)
+        # read in the same function or, for a value that is not a literal (one put back), in another
+        # one of the module (torchrl's `_maybe_enable_tf32` saves it, `_restore_tf32(prev)`: read set 63)
+        scope = ctx.tree if _bool(assign.value) is None else ctx.enclosing_function(assign) or ctx.tree
+        read = next((n for n in ctx.walk(scope)
                      if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and ctx.qualname(n) == qual), None)
         if read is not None:
             return (f"the flag is read on line {read.lineno} (saved to be put back); the matmul precision it would "
