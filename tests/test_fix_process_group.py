@@ -44,3 +44,24 @@ def test_another_top_folder_of_the_repository_does_not_count(tmp_path):
     assert fix_file(main, Settings(select=("NRN206",), unsafe_fixes=True)).written
     assert 'backend="nccl"' not in main.read_text()
     assert "get_default_backend_for_device" in main.read_text()
+
+
+SENDER = '''import torch
+
+
+def send(weights, group):
+    for w in weights:
+        group.broadcast(w.to("cuda:0"))
+'''
+
+
+def test_a_module_named_for_nccl_keeps_its_cuda_devices_and_another_does_not(tmp_path):
+    # torchrl's `weight_update/llm/sglang_nccl.py` (read set 63): its devices are what NCCL broadcasts
+    named, plain = tmp_path / "sglang_nccl.py", tmp_path / "sglang_http.py"
+    for path in (named, plain):
+        path.write_text(SENDER + "# weights go over NCCL\n")
+    settings = Settings(select=("NRN2",))
+    assert not fix_file(named, settings).written
+    assert named.read_text() == SENDER + "# weights go over NCCL\n"
+    assert fix_file(plain, settings).written
+    assert '"cuda:0"' not in plain.read_text()

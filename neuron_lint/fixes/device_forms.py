@@ -227,3 +227,49 @@ def _with_index(rx, site, node, data: dict, kind: str):
             raise Decline("the index cannot be written inside an f-string as it is")
         return fstring([dev_type, ":", index], quote)
     raise Decline("not a CUDA device string")
+
+
+def rewrite_decided(rx, original, updated, data):
+    """``"cuda" if "cuda" in device else "cpu"`` -> ``DEVICE.type if DEVICE.type in device else "cpu"``."""
+    import libcst as cst
+
+    def conv(node):
+        return convert(rx, original, node, data, False)
+
+    class _Tests(cst.CSTTransformer):
+        def _operand(self, node):
+            if cst_literal_kind(node) in ("plain", "indexed"):
+                return conv(node)
+            if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+                elements = [e.with_changes(value=conv(e.value)) if cst_literal_kind(e.value) in ("plain", "indexed") else e
+                            for e in node.elements]
+                return node.with_changes(elements=elements)
+            return node
+
+        def leave_Comparison(self, original_node, updated_node):
+            ops = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
+            if not all(isinstance(t.operator, ops) for t in updated_node.comparisons):
+                return updated_node
+            return updated_node.with_changes(
+                left=self._operand(updated_node.left),
+                comparisons=[t.with_changes(comparator=self._operand(t.comparator)) for t in updated_node.comparisons],
+            )
+
+        def leave_Call(self, original_node, updated_node):
+            func = updated_node.func
+            if (not updated_node.args and isinstance(func, cst.Attribute) and func.attr.value == "is_available"
+                    and isinstance(func.value, cst.Attribute) and func.value.attr.value == "cuda"
+                    and rx.code(func.value.value) == (rx.module.torch or "torch")):
+                return updated_node.with_changes(func=rx.dotted("torch.accelerator.is_available", original))
+            if (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and len(updated_node.args) == 1
+                    and cst_literal_kind(updated_node.args[0].value) in ("plain", "indexed")):
+                arg = updated_node.args[0]
+                return updated_node.with_changes(args=[arg.with_changes(value=conv(arg.value))])
+            return updated_node
+
+    body, orelse = updated.body, updated.orelse
+    if cst_literal_kind(body) is not None:
+        body = conv(body)
+    if cst_literal_kind(orelse) is not None:
+        orelse = conv(orelse)
+    return updated.with_changes(body=body, orelse=orelse, test=updated.test.visit(_Tests()))

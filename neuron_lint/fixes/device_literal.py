@@ -57,6 +57,7 @@ from .device_forms import (
     cst_kind,
     cst_literal_kind,
     literal_kind,
+    rewrite_decided,
     one_literal,
     word,
 )
@@ -162,29 +163,9 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         return plan_guard(ctx, hit, node, called, kind, message)
     parent = ctx.parent(node)
     if isinstance(parent, ast.IfExp) and node is not parent.test:
-        compares, available, why = cuda_test(ctx, parent.test)
-        if is_availability(ctx, parent.test) or (
-            isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
-            and is_availability(ctx, parent.test.operand)
-        ):
-            return plan_guard(ctx, hit, node, parent, kind, message)
-        if why:
-            ctx.note(hit, f"not rewritten: the choice between CUDA and another device is made by "
-                          f"`{short(ctx, parent.test)}` and {why}; port the test and the string together by hand")
-            return None
-        if compares or available:
-            data = device_data(ctx, hit, parent)
-            if data is None:
-                return None
-            data = {"mode": "word"} if ctx.neuron else {**data, "mode": "decided"}
-            # the availability tests in the choice are their own findings' to rewrite: the string goes
-            # only with them (ElegantRL's mcpg, read set 63: `f"cuda:{GPU_ID}" if torch.cuda.is_available()
-            # and GPU_ID >= 0 else "cpu"` rewritten while the test stayed, tied to another)
-            tests = [n for n in ast.walk(parent.test) if isinstance(n, ast.Call) and is_availability(ctx, n)]
-            if tests:
-                data = {**data, "region": [[*ctx.span(c), ctx.segment(c).splitlines()[0][:60]] for c in tests]}
-            return ctx.propose(hit, parent, "IfExp", message + " (with the device test that chooses it)",
-                               {**data, "decided": True})
+        planned = _plan_choice(ctx, hit, node, parent, kind, message)
+        if planned is not False:
+            return planned
     if not ctx.neuron and kind in ("plain", "indexed"):
         default = plan_default(ctx, hit, node)
         if default is not None or id(hit) in ctx.notes:
@@ -205,6 +186,34 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
     return ctx.propose(hit, node, cst_kind(node), message,
                        {**data, "mode": "literal", "as_device": first_arg_of_to(ctx, node),
                         "load_location": kind != "plain" and load_location(ctx, node)})
+
+
+def _plan_choice(ctx, hit, node, parent: ast.IfExp, kind: str, message: str):
+    """``node`` an arm of ``parent``: the plan (or None) where the choice's test asks for CUDA, else False."""
+    compares, available, why = cuda_test(ctx, parent.test)
+    if is_availability(ctx, parent.test) or (
+        isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
+        and is_availability(ctx, parent.test.operand)
+    ):
+        return plan_guard(ctx, hit, node, parent, kind, message)
+    if why:
+        ctx.note(hit, f"not rewritten: the choice between CUDA and another device is made by "
+                      f"`{short(ctx, parent.test)}` and {why}; port the test and the string together by hand")
+        return None
+    if not (compares or available):
+        return False
+    data = device_data(ctx, hit, parent)
+    if data is None:
+        return None
+    data = {"mode": "word"} if ctx.neuron else {**data, "mode": "decided"}
+    # the availability tests in the choice are their own findings' to rewrite: the string goes only
+    # with them (ElegantRL's mcpg, read set 63: `f"cuda:{GPU_ID}" if torch.cuda.is_available() and
+    # GPU_ID >= 0 else "cpu"` was rewritten while the test stayed, tied to another)
+    tests = [n for n in ast.walk(parent.test) if isinstance(n, ast.Call) and is_availability(ctx, n)]
+    if tests:
+        data = {**data, "region": [[*ctx.span(c), ctx.segment(c).splitlines()[0][:60]] for c in tests]}
+    return ctx.propose(hit, parent, "IfExp", message + " (with the device test that chooses it)",
+                       {**data, "decided": True})
 
 
 def _kept_literal(ctx, node) -> str:
@@ -383,7 +392,7 @@ def rewrite_literal(rx, original, updated, data):
         return rewrite_inline(rx, original, updated, data)
     if mode == "word":
         if data.get("decided"):
-            return _rewrite_decided(rx, original, updated, data)
+            return rewrite_decided(rx, original, updated, data)
         return word(updated)
     if mode == "literal":
         if cst_literal_kind(updated) is None:
@@ -401,51 +410,5 @@ def rewrite_literal(rx, original, updated, data):
     if mode == "default":
         return rewrite_default(rx, original, updated, data)
     if mode == "decided":
-        return _rewrite_decided(rx, original, updated, data)
+        return rewrite_decided(rx, original, updated, data)
     raise Decline(f"unknown plan {mode!r}")
-
-
-def _rewrite_decided(rx, original, updated, data):
-    """``"cuda" if "cuda" in device else "cpu"`` -> ``DEVICE.type if DEVICE.type in device else "cpu"``."""
-    import libcst as cst
-
-    def conv(node):
-        return convert(rx, original, node, data, False)
-
-    class _Tests(cst.CSTTransformer):
-        def _operand(self, node):
-            if cst_literal_kind(node) in ("plain", "indexed"):
-                return conv(node)
-            if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-                elements = [e.with_changes(value=conv(e.value)) if cst_literal_kind(e.value) in ("plain", "indexed") else e
-                            for e in node.elements]
-                return node.with_changes(elements=elements)
-            return node
-
-        def leave_Comparison(self, original_node, updated_node):
-            ops = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
-            if not all(isinstance(t.operator, ops) for t in updated_node.comparisons):
-                return updated_node
-            return updated_node.with_changes(
-                left=self._operand(updated_node.left),
-                comparisons=[t.with_changes(comparator=self._operand(t.comparator)) for t in updated_node.comparisons],
-            )
-
-        def leave_Call(self, original_node, updated_node):
-            func = updated_node.func
-            if (not updated_node.args and isinstance(func, cst.Attribute) and func.attr.value == "is_available"
-                    and isinstance(func.value, cst.Attribute) and func.value.attr.value == "cuda"
-                    and rx.code(func.value.value) == (rx.module.torch or "torch")):
-                return updated_node.with_changes(func=rx.dotted("torch.accelerator.is_available", original))
-            if (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and len(updated_node.args) == 1
-                    and cst_literal_kind(updated_node.args[0].value) in ("plain", "indexed")):
-                arg = updated_node.args[0]
-                return updated_node.with_changes(args=[arg.with_changes(value=conv(arg.value))])
-            return updated_node
-
-    body, orelse = updated.body, updated.orelse
-    if cst_literal_kind(body) is not None:
-        body = conv(body)
-    if cst_literal_kind(orelse) is not None:
-        orelse = conv(orelse)
-    return updated.with_changes(body=body, orelse=orelse, test=updated.test.visit(_Tests()))

@@ -4,6 +4,9 @@ A gloo group carries CPU and CUDA tensors only: a module that trains inside one 
 gradients summed with ``dist.all_reduce``) keeps its device choices, or Trainium would hand neuron
 tensors to gloo. So does a module that lists the backends it accepts (ignite's NCCL, GLOO and MPI,
 none of them the Neuron device's) or communicates through Horovod (CPU and CUDA tensors only).
+NCCL's own code keeps its CUDA devices: what a test for ``"nccl"`` picks, and a module (or class)
+named for NCCL or importing an NCCL binding; a module that compares its backend with ``"nccl"``
+keeps that backend.
 """
 
 from __future__ import annotations
@@ -128,3 +131,68 @@ def _project_asks_nccl(root: str, top: str) -> str:
             line = data.count(b"\n", 0, m.start()) + 1
             return f"{os.path.relpath(full, root)}:{line}"
     return ""
+
+
+# `args.backend == "nccl"`, `backend != 'nccl'`, `"nccl" == self.dist_backend`
+_COMPARES_NCCL = re.compile(r"""\w*backend\s*[!=]=\s*['"]nccl['"]|['"]nccl['"]\s*[!=]=\s*[\w.]*backend\b""",
+                            re.IGNORECASE)
+
+
+def backend_compared(ctx) -> int:
+    """The line where the module compares a backend it holds with ``"nccl"`` to decide what to do
+    (torchrl's distributed collector examples: ``if args.backend == "nccl":`` CUDA devices, ``elif
+    "gloo"`` the CPU, else ``NotImplementedError``), or 0. With the backend rewritten, Trainium's
+    ``neuron`` takes none of the branches."""
+    m = _COMPARES_NCCL.search(ctx.text) if "nccl" in ctx.text.lower() else None
+    return ctx.text.count("\n", 0, m.start()) + 1 if m else 0
+
+
+def nccl_keyed(ctx, node: ast.AST) -> int:
+    """The line of the test that compares a value with ``"nccl"`` when ``node`` is in what it picks
+    (an arm of ``a if backend == "nccl" else b``, the body of ``if backend == "nccl":``), or 0: the
+    device NCCL needs is CUDA's (torchrl's replay service: ``torch.device("cuda" if backend == "nccl"
+    else "cpu")``, read set 63)."""
+    child = node
+    for p in ctx.ancestors(node):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return 0
+        if isinstance(p, ast.IfExp) and child is not p.test or isinstance(p, ast.If) and child is not p.test:
+            if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.lower() == "nccl"
+                   for c in ast.walk(p.test) if isinstance(c, ast.Compare) for n in (c.left, *c.comparators)):
+                return p.lineno
+        child = p
+    return 0
+
+
+def nccl_code(ctx, node: ast.AST) -> str:
+    """What makes the code around ``node`` NCCL's own, or ``""``: the module is named for NCCL
+    (torchrl's ``vllm_nccl.py``, ``sglang_nccl.py``), or it imports an NCCL binding (vLLM's
+    ``device_communicators.pynccl``, ``weight_transfer.nccl_engine``; ``cupy.cuda.nccl``) at its top,
+    or in the class or function around ``node``. The devices there are what NCCL moves: CUDA's."""
+    if "nccl" not in ctx.text.lower():
+        return ""
+    name = os.path.basename(getattr(ctx, "path", "") or "")
+    if "nccl" in name.lower():
+        return f"the module is named for NCCL (`{name}`)"
+    found = ctx.__dict__.get("_nrn_nccl_imports")
+    if found is None:  # once per module: (import, the class or function it is in, or None)
+        found = ctx.__dict__["_nrn_nccl_imports"] = [
+            (n, _owner(ctx, n)) for n in ctx.walk(ctx.tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+            and any("nccl" in part.lower() and not part.startswith("is_") for a in ([n.module or ""] if isinstance(n, ast.ImportFrom) else [])
+                    + [a.name for a in n.names] for part in a.split("."))]
+    around = {id(p) for p in ctx.ancestors(node)}
+    for imp, owner in found:
+        if owner is None or id(owner) in around:
+            what = imp.module if isinstance(imp, ast.ImportFrom) else imp.names[0].name
+            return f"it imports the NCCL binding `{what}` (line {imp.lineno})"
+    return ""
+
+
+def _owner(ctx, node: ast.AST):
+    """The outermost class around ``node``, else its outermost function, else None (module level)."""
+    owner = None
+    for p in ctx.ancestors(node):
+        if isinstance(p, ast.ClassDef) or isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and not isinstance(
+                owner, ast.ClassDef):
+            owner = p
+    return owner

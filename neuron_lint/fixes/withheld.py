@@ -38,6 +38,7 @@ from .mocked import mocked_by_tests
 from .module_kind import child_visible_devices, is_str, is_test_path, module_level, torch_imported_after
 from .native_neuron import native_neuron_note
 from .own_extension import operator_library, own_extension
+from .process_group import nccl_code, nccl_keyed
 from .replication import data_parallel_count, mmcv_wrapper
 from .torchscript import scripted
 from .unsupported_use import chooses_device, unsupported_note
@@ -84,6 +85,14 @@ def withheld(ctx, hit, node: ast.AST) -> str:
                 "Rewritten, CUDA-only tests would run on Trainium, and what they need (kernels, Inductor, "
                 "CUDA graphs, the project's compiled operators) is mostly out of sight; decide by hand which "
                 "tests Trainium runs")
+    keyed = hit.rule.category == "cuda-specific" and nccl_keyed(ctx, node)
+    if keyed:
+        return (f"not rewritten: it is what the test on line {keyed} picks for NCCL, whose tensors are CUDA's; "
+                "rewritten, Trainium would hand NCCL another device. Port the backend and its device together")
+    nccl = hit.rule.category == "cuda-specific" and nccl_code(ctx, node)
+    if nccl:
+        return (f"not rewritten: {nccl}, so the devices here are what NCCL moves, CUDA's; rewritten, Trainium "
+                "would hand NCCL another device's tensors. Give Trainium its own transport")
     cuda_code = hit.rule.category == "cuda-specific" and cuda_module_note(ctx, node)
     if cuda_code:
         return cuda_code
