@@ -8,6 +8,7 @@ import ast
 import fnmatch
 import functools
 
+from .cuda_runtimes import SIMULATORS, cuda_runtime, imported_root, runtime_branch
 from .process_group import fixed_backends, gloo_group
 
 #: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the
@@ -255,34 +256,14 @@ def _plain_bitsandbytes_imports(ctx) -> list:
     return found
 
 
-#: Packages that drive the CUDA runtime itself: a module importing one at its top is CUDA-only code.
-#: apex too: a module that imports it unconditionally is apex's own code or tests (its fused CUDA kernels).
-_CUDA_RUNTIMES = frozenset({"tensorrt", "torch_tensorrt", "tensorrt_llm", "torch2trt", "polygraphy", "pycuda", "cupy",
-                            "cupyx",
-                            "transformer_engine",
-                            "cuda", "apex"})
-#: The internals of vLLM's CUDA engine (its workers, model runner, paged-attention kernels): a module
-#: built on them (ChatTTS's ``velocity``, a copy of vLLM's worker) is that engine's CUDA code. vLLM's
-#: own API (``from vllm import LLM``) picks its device itself and does not count, nor does its
-#: communication layer (``vllm.distributed``, which torchtitan's model wrapper for vLLM uses).
-_CUDA_ENGINE_PARTS = ("vllm.worker", "vllm.model_executor", "vllm._C", "vllm.attention")
-
-
-def cuda_runtime(ctx) -> str:
-    """The CUDA-only runtime package (TensorRT, polygraphy, PyCUDA, CuPy, cuda-python) the module
-    imports unconditionally, at its top, or ``""``: flux's TensorRT engines read each stream's raw
-    ``cuda_stream`` and define their own ``cuda()``. An import under ``try``/``if`` is an option
-    beside other paths, which stay rewritable."""
-    from .module_kind import top_imports
-
-    return next((n for n in top_imports(ctx) if n.split(".")[0] in _CUDA_RUNTIMES
-                 or n.startswith(_CUDA_ENGINE_PARTS)), "")
-
-
 def cuda_module_note(ctx, node: ast.AST) -> str:
     """Why the CUDA code of this module (or of the code around ``node``) is CUDA's own and stays
     (the note), or ``""``."""
     runtime = cuda_runtime(ctx)
+    if runtime.split(".")[0] in SIMULATORS:
+        return (f"not rewritten: the module imports `{runtime}`, a GPU simulator whose device is `cuda:N` or the "
+                "CPU, nothing else; its devices are the simulation's, and rewritten, Trainium would hand it the "
+                "`neuron` device it does not know. Give Trainium its own path")
     if runtime:
         return (f"not rewritten: the module imports `{runtime}`, which drives CUDA GPUs only, so its device "
                 "code is the CUDA implementation (raw streams, engines, CUDA graphs); rewritten, it would "
@@ -303,9 +284,9 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
         return (f"not rewritten: the module shards with fairscale's `FullyShardedDataParallel` (line {sharded}), "
                 "which computes on CUDA (its default compute device and streams are CUDA's); rewritten, the "
                 "inputs would go where the model does not. Move to PyTorch's FSDP first")
-    branch = _runtime_branch(ctx, node)
+    branch = runtime_branch(ctx, node)
     if branch is not None:
-        return (f"not rewritten: the branch imports `{_imported_root(branch)}` (line {branch.lineno}), which drives "
+        return (f"not rewritten: the branch imports `{imported_root(branch)}` (line {branch.lineno}), which drives "
                 "CUDA GPUs only, so its device is the GPU that runtime needs (yolov5's TensorRT backend hands it "
                 "raw pointers); rewritten, it would get another device's tensors. Give Trainium its own path")
     if uses_bitsandbytes(ctx, node):
@@ -381,8 +362,8 @@ def _required_library(ctx) -> tuple[str, int] | None:
     found, flags = None, {}
     for stmt in ctx.tree.body:
         if isinstance(stmt, ast.Try) and stmt.handlers:
-            root = next((_imported_root(s) for s in stmt.body
-                         if _imported_root(s) in CUDA_LIBRARY_ROOTS | _kernel_packages()), "")
+            root = next((imported_root(s) for s in stmt.body
+                         if imported_root(s) in CUDA_LIBRARY_ROOTS | _kernel_packages()), "")
             if not root:
                 continue
             if all(h.body and isinstance(h.body[-1], ast.Raise) for h in stmt.handlers):
@@ -397,44 +378,6 @@ def _required_library(ctx) -> tuple[str, int] | None:
                       and isinstance(n.test, ast.Name) and n.test.id in flags), None)
     ctx.__dict__["_nrn_required_library"] = found
     return found
-
-
-def _imported_root(stmt: ast.stmt) -> str:
-    """The top package an ``import`` or absolute ``from ... import`` statement names first (its
-    ``tensorrt`` backend: mmdeploy's ``TRTWrapper``, InternImage's export check), or ``""``."""
-    if isinstance(stmt, ast.Import):
-        name = stmt.names[0].name
-    elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-        name = stmt.module
-    else:
-        return ""
-    parts = name.split(".")
-    return "tensorrt" if "tensorrt" in parts[1:] else parts[0]
-
-
-def _runtime_branch(ctx, node: ast.AST) -> ast.Import | ast.ImportFrom | None:
-    """The ``import tensorrt`` (or another CUDA runtime) of a block holding ``node``, above it (yolov5's
-    ``elif engine:  import tensorrt as trt ... device = torch.device("cuda:0")``; YOLOX's ``from
-    torch2trt import TRTModule`` before the dummy input of its TensorRT model), or None."""
-    child = node
-    blocks = ctx.__dict__.setdefault("_nrn_block_runtimes", {})  # read once per block: minified code
-    for parent in ctx.ancestors(node):
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(parent, name, None)
-            if not isinstance(block, list):
-                continue
-            if id(block) not in blocks:  # or in a branch's `try` (FastSAM's AutoBackend)
-                blocks[id(block)] = ({id(s): i for i, s in enumerate(block)}, [
-                    (i, imp) for i, stmt in enumerate(block)
-                    for imp in [stmt, *(stmt.body if isinstance(stmt, ast.Try) and parent is not ctx.tree else ())]
-                    if _imported_root(imp) in _CUDA_RUNTIMES])
-            positions, runtimes = blocks[id(block)]
-            at = positions.get(id(child))
-            found = next((imp for i, imp in runtimes if i < at), None) if at is not None else None
-            if found is not None:
-                return found
-        child = parent
-    return None
 
 
 _INT4_PACKING = frozenset({"_convert_weight_to_int4pack", "_weight_int4pack_mm"})
