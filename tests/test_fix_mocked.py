@@ -75,7 +75,7 @@ def test_a_function_the_tests_do_not_use_is_rewritten(tmp_path):
 WRAPPER = (
     "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
     "def wrap(model, local_rank, backend):\n"
-    "    if backend == \"nccl\":\n"
+    "    if backend != \"gloo\":\n"
     "        return DDP(model, device_ids=[local_rank], output_device=local_rank)\n"
     "    return DDP(model)\n"
 )

@@ -35,7 +35,8 @@ from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
 from .mocked import mocked_by_tests
-from .module_kind import child_visible_devices, is_str, is_test_path, module_level, torch_imported_after
+from .module_kind import (child_visible_devices, is_str, is_test_path, module_level, named_test_without_tests,
+                          torch_imported_after)
 from .native_neuron import native_neuron_note
 from .own_extension import operator_library, own_extension
 from .process_group import nccl_code, nccl_keyed
@@ -270,7 +271,7 @@ def test_gate(ctx, node: ast.AST) -> str:
     ``skip_if_no_cuda``, ``has_cuda``) does so wherever it is."""
     from .name_words import name_words
 
-    if not is_test_path(getattr(ctx, "path", "")) and not any(
+    if not (is_test_path(getattr(ctx, "path", "")) and not named_test_without_tests(ctx)) and not any(
             isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and _asks_for_cuda(name_words(p.name))
             for p in ctx.ancestors(node)):
         return ""
