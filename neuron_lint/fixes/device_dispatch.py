@@ -64,8 +64,11 @@ def dispatch_branch(ctx, node: ast.AST):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return None
         if isinstance(p, ast.If) and any(child is s for s in p.body):
-            test = p.test
-            if isinstance(test, ast.Call) and ctx.qualname(test.func) == "torch.cuda.is_available":
+            # `if torch.cuda.is_available():`, or `... and device.type == "cpu":` (torchrl's dreamer env)
+            tests = p.test.values if isinstance(p.test, ast.BoolOp) and isinstance(p.test.op, ast.And) else [p.test]
+            test = next((t for t in tests if isinstance(t, ast.Call)
+                         and ctx.qualname(t.func) == "torch.cuda.is_available"), None)
+            if test is not None:
                 line = later_device_branch(ctx, test)
                 if line:
                     arm = next(a for a in ast.walk(p) if isinstance(a, ast.If) and a.lineno == line)
