@@ -1528,6 +1528,6 @@ def test_a_script_named_test_that_defines_no_tests_gets_its_check_rewritten():
     assert "torch.accelerator.is_available()" in fixed and '"cuda:0"' not in fixed
     # the same code in a module that imports pytest, under a tests folder or not run as a script is test code
     for path, src in (("test_pipeline.py", "import pytest\n" + PIPELINE_SCRIPT),
-                      ("tests/test_pipeline.py", PIPELINE_SCRIPT),
+                      ("tests/test_pipeline.py", PIPELINE_SCRIPT), ("unit_tests/test_pipeline.py", PIPELINE_SCRIPT),
                       ("test_pipeline.py", PIPELINE_SCRIPT.split("\n\nif __name__")[0] + "\n")):
         assert "torch.cuda.is_available()" in fix_all(src, path)

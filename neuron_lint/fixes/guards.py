@@ -243,8 +243,9 @@ def _cuda_sites(ctx, nodes, guard=None) -> list:
             if isinstance(n, ast.Attribute):
                 q = ctx.qualname(n)
                 if n.attr in ("cuda", "is_cuda") and q is None or n.attr == "cuda" and q and q.split(".")[0] != "torch":
-                    # `.cuda()` on an object, or another library's CUDA (Genesis's `gs.cuda` backend in
-                    # torchrl's `if t == "cuda": return gs.cuda`, read set 63; `ti.cuda`, `cupy.cuda`)
+                    # `.cuda()` on an object, a flag named for CUDA (`args.cuda`), or another library's
+                    # CUDA (Genesis's `gs.cuda` backend in torchrl's `if t == "cuda": return gs.cuda`,
+                    # read set 63; `ti.cuda`, `cupy.cuda`)
                     sites.append(n)
                     continue
                 if q and (q.startswith("torch.cuda.") or q == "torch.cuda") and not isinstance(ctx.parent(n), ast.Attribute):

@@ -26,28 +26,37 @@ _TEST_FILES = ("test_*.py", "*_test.py", "_test_*.py", "conftest.py", "testing_u
 def is_test_path(path: str) -> bool:
     """``test_*.py``, ``*_test.py``, ``conftest.py``, ``testing_utils.py`` and the like, or a file
     under a ``tests``/``test``/``testing`` folder of the project."""
-    path = path or ""
-    if os.path.isabs(path):  # only the folders inside the project count, not where it was checked out
-        try:
-            rel = os.path.relpath(path)
-        except ValueError:
-            rel = ".."
-        path = rel if not rel.startswith("..") else os.path.join(*(re.split(r"[\\/]+", path)[-3:]))
-    parts = re.split(r"[\\/]+", path)
+    parts = _project_parts(path)
     name = parts[-1] if parts else ""
     if any(fnmatch.fnmatch(name, pattern) for pattern in _TEST_FILES):
         return True
     return any(p in _TEST_DIRS for p in parts[:-1])
 
 
+def _project_parts(path: str) -> list[str]:
+    """The parts of ``path`` inside the project: not the folders it was checked out in."""
+    path = path or ""
+    if os.path.isabs(path):
+        try:
+            rel = os.path.relpath(path)
+        except ValueError:
+            rel = ".."
+        path = rel if not rel.startswith("..") else os.path.join(*(re.split(r"[\\/]+", path)[-3:]))
+    return re.split(r"[\\/]+", path)
+
+
+_TESTS_WORD = re.compile(r"(^|[_\-.])tests?($|[_\-.])", re.IGNORECASE)
+
+
 def named_test_without_tests(ctx) -> bool:
-    """A module named as a test (``test_*.py``, ``*_test.py``) outside any tests folder that defines no
+    """A module named as a test (``test_*.py``, ``*_test.py``) outside any folder named for tests
+    (``tests``, ElegantRL's ``unit_tests`` of check scripts) that defines no
     test, imports no test framework and runs as a script (``if __name__ == "__main__":``): a script named
     for what it tries (Wonder3D's inference script ``test_mvdiffusion_seq.py``, read set 63), where a
     CUDA check decides what runs, not which tests."""
-    parts = re.split(r"[\\/]+", getattr(ctx, "path", "") or "")
+    parts = _project_parts(getattr(ctx, "path", ""))
     if not any(fnmatch.fnmatch(parts[-1], p) for p in ("test_*.py", "*_test.py")) or any(
-            p in _TEST_DIRS for p in parts[:-1]) or not any(is_main_guard(s) for s in ctx.tree.body):
+            _TESTS_WORD.search(p) for p in parts[:-1]) or not any(is_main_guard(s) for s in ctx.tree.body):
         return False
     for n in ctx.walk(ctx.tree):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test") or isinstance(
