@@ -101,3 +101,40 @@ def test_a_call_the_tests_replace_by_its_dotted_name_keeps_its_arguments(tmp_pat
     assert fix_text(WRAPPER, str(path), settings).text == WRAPPER
     (note,) = [f.fix_note for f in check_source(WRAPPER, str(path), settings)]
     assert "tests replace `DDP`" in note
+
+
+HOOK = (
+    "import torch\n\n\n"
+    "class EmptyCacheHook:\n"
+    "    def after_epoch(self):\n"
+    "        if torch.cuda.is_available():\n"
+    "            torch.cuda.empty_cache()\n\n\n"
+    "class OtherHook:\n"
+    "    def after_epoch(self):\n"
+    "        torch.cuda.empty_cache()\n"
+)
+HOOK_TESTS = (
+    "from unittest.mock import patch\n\n\n"
+    "def test_hook(runner_factory):\n"
+    "    with patch('torch.cuda.empty_cache') as empty:\n"
+    "        runner_factory(custom_hooks=[dict(type='EmptyCacheHook')]).train()\n"
+    "        assert empty.call_count == 3\n"
+)
+
+
+def test_a_class_the_tests_build_from_a_config_keeps_the_calls_they_replace(tmp_path):
+    # mmengine (read set 65): its hook tests build `dict(type='EmptyCacheHook')` and count the calls
+    # of a patched `torch.cuda.empty_cache`; rewritten, they counted 0 on a CUDA host
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    hooks = tmp_path / "pkg" / "hooks.py"
+    hooks.write_text(HOOK)
+    (tmp_path / "tests" / "test_hooks.py").write_text(HOOK_TESTS)
+    from neuron_lint.fixes.mocked import _scan
+
+    _scan.cache_clear()
+    fixed = fix_text(HOOK, str(hooks), Settings(select=("NRN203",), min_torch="2.9")).text
+    kept, other = fixed.split("class OtherHook")
+    assert "torch.cuda.empty_cache()" in kept and "torch.cuda.is_available()" in kept
+    assert "torch.cuda" not in other

@@ -4,8 +4,9 @@ litgpt's tests patch ``torch.cuda.is_available`` and ``torch.cuda.device_count``
 (``mock.patch("torch.cuda.is_available", return_value=True)``) to drive its device helpers on a
 machine without a GPU; peft's patch ``torch.cuda.empty_cache``. Rewritten to ``torch.accelerator``,
 the helpers no longer call what the tests replace, and those tests fail on every machine. Such a
-name is left, with a note, in the functions those tests use: a function whose name the test module
-imports or calls (``from litgpt.utils import check_nvlink_connectivity``).
+name is left, with a note, in the functions those tests use: a function (or a class's method) whose
+name the test module imports or calls (``from litgpt.utils import check_nvlink_connectivity``), or
+a class it names in a config (mmengine's ``dict(type='EmptyCacheHook')``).
 
 Tests also replace what a module calls by its dotted name (distributed_shampoo's
 ``@patch("distributed_shampoo.examples.parallelism.DDP")``) and check the arguments it gets
@@ -64,6 +65,8 @@ def _used_names(text: str) -> set[str]:
         elif isinstance(node, ast.Import):
             modules.update(a.asname or a.name.split(".")[0] for a in node.names)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CLASS_NAME.fullmatch(node.value):
+            names.add(node.value)  # a class built from a config: mmengine's `dict(type='EmptyCacheHook')`
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             head = node.func.value
             while isinstance(head, ast.Attribute):
@@ -71,6 +74,10 @@ def _used_names(text: str) -> set[str]:
             if isinstance(head, ast.Name) and head.id in modules and head.id not in _NOT_THE_PROJECT:
                 names.add(node.func.attr)
     return names
+
+
+#: A class name written as a string (a registry's ``type=``): two capitalised words at least.
+_CLASS_NAME = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+")
 
 
 def _is_test_module(folder_parts: tuple[str, ...], name: str) -> bool:
@@ -147,5 +154,6 @@ def mocked_by_tests(ctx, node: ast.AST) -> str:
 
 
 def _in_function_named(ctx, node: ast.AST, names: frozenset[str]) -> bool:
-    return any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name in names
+    """Is ``node`` in a function (or a method of a class) whose name the tests use?"""
+    return any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and p.name in names
                for p in ctx.ancestors(node))

@@ -31,18 +31,16 @@ from __future__ import annotations
 
 import ast
 
+from .cpu_path import cpu_path_note, gate
 from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
 from .mocked import mocked_by_tests
-from .module_kind import (child_visible_devices, is_str, is_test_path, module_level, named_test_without_tests,
-                          torch_imported_after)
+from .module_kind import is_str, is_test_path, module_level, named_test_without_tests, torch_imported_after
 from .native_neuron import native_neuron_note
-from .own_extension import operator_library, own_extension
 from .process_group import nccl_code, nccl_keyed
 from .replication import data_parallel_count, mmcv_wrapper
 from .torchscript import scripted
-from .unsupported_use import chooses_device, unsupported_note
 from .vendored_device import selecting_package
 
 
@@ -125,7 +123,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     elsewhere = _decided_elsewhere(ctx, hit, node)
     if elsewhere:
         return elsewhere
-    cpu_path = hit.rule.category == "cuda-specific" and _cpu_path_note(ctx, hit, node)
+    cpu_path = hit.rule.category == "cuda-specific" and cpu_path_note(ctx, node)
     if cpu_path:
         return cpu_path
     parallel = data_parallel_count(ctx, node)
@@ -137,32 +135,6 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     if fallback:
         return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
                 "uses; the device-agnostic APIs a fix writes may not exist there either")
-    return ""
-
-
-def _cpu_path_note(ctx, hit, node: ast.AST) -> str:
-    """The note where this device test must keep sending Trainium down the CPU path, the one that
-    works there (the module's operators or APIs run on the CPU and CUDA only, or its count is of
-    GPUs it hands out); else ``""``."""
-    gate = _gate(ctx, node)
-    library = gate and operator_library(ctx)
-    if library:
-        return (f"not rewritten: the module uses `{library}`, which runs on the CPU and CUDA only; this "
-                "test sends Trainium down the CPU path, the one that works there. Rewritten, neuron tensors "
-                "would reach it")
-    unsupported = gate and chooses_device(ctx, node) and unsupported_note(ctx)
-    if unsupported:
-        return unsupported
-    child = gate and child_visible_devices(ctx)
-    if child:
-        return (f"not rewritten: the module gives the processes it starts their `CUDA_VISIBLE_DEVICES` (line "
-                f"{child}), so the GPUs this counts are theirs, for software that sees CUDA only; counting the "
-                "accelerator's devices would hand NeuronCores to it")
-    built = gate and own_extension(ctx.path)
-    if built:
-        return (f"not rewritten: the project builds its own C++/CUDA operators ({built}), which run on the CPU "
-                "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
-                "neuron tensors would reach those operators")
     return ""
 
 
@@ -245,8 +217,6 @@ def expected_to_raise(ctx, node: ast.AST):
     return None
 
 
-#: The CUDA checks that decide, in a test module, which tests run on the GPU.
-_GATES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 
 
 #: With ``cuda``, the words of a function's name that make it a question about CUDA (``require_cuda``,
@@ -275,42 +245,7 @@ def test_gate(ctx, node: ast.AST) -> str:
             isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and _asks_for_cuda(name_words(p.name))
             for p in ctx.ancestors(node)):
         return ""
-    return _gate(ctx, node)
-
-
-def _gate(ctx, node: ast.AST) -> str:
-    """The CUDA availability check or device count (a test of where to run) in ``node``, as written, or ``""``."""
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and ctx.qualname(n) in _GATES and not _divides(ctx, n):
-            return ctx.segment(n) or ctx.qualname(n)
-    return ""
-
-
-def _divides(ctx, attr: ast.Attribute) -> bool:
-    """``rank % torch.cuda.device_count()``: the count maps ranks to devices and decides no path (GLIP's
-    SLURM setup beside a rewritten ``set_device`` and backend; on Trainium CUDA's count is 0)."""
-    call = ctx.parent(attr)
-    if not (isinstance(call, ast.Call) and call.func is attr):
-        return False
-    return _divisor(ctx, call) or _only_divides(ctx, call)
-
-
-def _divisor(ctx, node: ast.AST) -> bool:
-    parent = ctx.parent(node)
-    return isinstance(parent, ast.BinOp) and parent.right is node and isinstance(parent.op, (ast.Mod, ast.FloorDiv, ast.Div))
-
-
-def _only_divides(ctx, call: ast.Call) -> bool:
-    """``num_gpus = torch.cuda.device_count()`` whose every use divides (BasicSR's ``rank % num_gpus``)."""
-    stmt = ctx.parent(call)
-    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)):
-        return False
-    name, scope = stmt.targets[0].id, ctx.enclosing_function(stmt)
-    if scope is None:
-        return False
-    uses = [n for n in ctx.walk(scope) if isinstance(n, ast.Name) and n.id == name and n is not stmt.targets[0]]
-    return bool(uses) and all(isinstance(n.ctx, ast.Load) and _divisor(ctx, n) for n in uses)
+    return gate(ctx, node)
 
 
 def _test_of_cuda_library(ctx, node: ast.AST) -> str:
