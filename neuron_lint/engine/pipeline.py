@@ -23,6 +23,7 @@ from ..errors import ParseError
 from ..fixes import plan_fix
 from ..fixes.guard_settle import BLOCKING_FAMILIES
 from ..fixes.guard_settle import settle as settle_guards
+from ..fixes.kept_tests import keep_decided
 from ..fixes.plan import PlanContext
 from ..io.notebook import (
     NotebookError,
@@ -101,6 +102,7 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
     lines = LineIndex(text)
     ctx = None
     findings: list[Finding] = []
+    nodes: list = []  # where each finding was found
     seen: set[tuple] = set()
     for hit in hits:
         span = lines.node_span(hit.node)
@@ -115,10 +117,13 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
                                   flagged=frozenset(id(h.node) for h in hits), _parents=TreeParents(tree))
             fix = plan_fix(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
+        nodes.append(hit.node)
     walked_only = {id(f) for f in findings if f.code not in codes}  # rules walked only for the guards
     if ctx is not None:  # a device guard keeps its fix only with everything it decides
-        # (what an unselected rule found is not fixed in this run: it keeps the guard)
-        findings = settle_guards([replace(f, fix=None) if id(f) in walked_only else f for f in findings])
+        # (what an unselected rule found is not fixed in this run: it keeps the guard), and what a
+        # CUDA test that stays decides stays with it
+        findings = keep_decided(ctx, findings, nodes, walked_only)
+        findings = settle_guards([replace(f, fix=None) if f.code not in codes else f for f in findings])
     if walked_only:
         findings = [f for f in findings if f.code in codes]
     if findings or directives is not None:  # nothing found and no NRN901: nothing to filter

@@ -1,0 +1,93 @@
+"""The code a CUDA test that stays decides stays too.
+
+When a ``torch.cuda.is_available()`` check or a ``device.type == "cuda"`` comparison keeps its CUDA
+spelling (its finding has a note and no fix: the project's own operators need the CPU path, a later
+branch serves another device, the branch names GPU machinery...), the body of its ``if`` (or the arm
+of its ``a if test else b``) runs on CUDA only. A rewrite there changes nothing on CUDA, never runs on
+Trainium, and where it does something different (mmengine's bfloat16 check asked of the CPU module,
+fairseq's LM moved while its test kept it on the CPU) it is wrong. Those fixes are dropped with a
+note: the test and its code are ported together or not at all. Where that code places something on
+CUDA, it stays on the CPU on Trainium, and so does every other placement of its class (or function,
+or module): moved to the accelerator, they would meet it there on another device (fairseq's LM in
+OFA, read set 65: the model kept on the CPU, its inputs sent to neuron).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+#: The findings whose kept test keeps its code: availability checks and CUDA comparisons.
+_TESTS = ("NRN203", "NRN211")
+
+
+def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
+    """``findings`` (with the ast ``nodes`` they were found at) less the fixes of CUDA-specific code
+    that a kept CUDA test decides."""
+    areas, scopes = [], []
+    for f, node in zip(findings, nodes):
+        if f.fix is not None or not f.fix_note or id(f) in walked_only or f.code not in _TESTS:
+            continue
+        if f.code == "NRN203" and not f.message.startswith("`torch.cuda.is_available`"):
+            continue
+        arm = _cuda_arm(ctx, node)
+        if arm is None:
+            continue
+        first, last = ctx.span(arm[0]), ctx.span(arm[-1])
+        area = (first[0], first[1], last[2], last[3], f.line, ctx.segment(node).splitlines()[0][:60])
+        areas.append(area)
+        if any(g.code in _PLACING and _within(g, area) for g in findings):
+            # what it places stays on the CPU on Trainium: so does every placement of its class (or function)
+            scopes.append((*_scope(ctx, node), f.line, area[5]))
+    if not areas:
+        return findings
+    out = []
+    for f in findings:
+        inside = f.fix is not None and f.code.startswith("NRN2") and next((a for a in areas if _within(f, a)), None)
+        beside = f.fix is not None and not inside and f.code in _PLACING and next(
+            (s for s in scopes if _within(f, s)), None)
+        if inside:
+            f = replace(f, fix=None, fix_note=(
+                f"not rewritten: it runs only where `{inside[5]}` (line {inside[4]}) holds, and that test stays as it "
+                "is: rewritten alone, it would change nothing on CUDA and never run on Trainium. Port the test and "
+                "this code together"))
+        elif beside:
+            f = replace(f, fix=None, fix_note=(
+                f"not rewritten: `{beside[5]}` (line {beside[4]}) stays as it is, so on Trainium what it places stays on "
+                "the CPU; moved to the accelerator, this would meet it there on another device. Port them together"))
+        out.append(f)
+    return out
+
+
+#: Placements: `.cuda()`, a CUDA device.
+_PLACING = ("NRN201", "NRN202")
+
+
+def _within(f, area) -> bool:
+    return (area[0], area[1]) <= (f.line, f.col) and (f.end_line, f.end_col) <= (area[2], area[3])
+
+
+def _scope(ctx, node: ast.AST) -> tuple:
+    """The span of the outermost class around ``node``, else of its function, else of the module."""
+    around = [p for p in ctx.ancestors(node) if isinstance(p, ast.ClassDef)] or [
+        p for p in ctx.ancestors(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))][:1]
+    if not around:
+        return (1, 0, 10**9, 0)
+    return ctx.span(around[-1])
+
+
+def _cuda_arm(ctx, node: ast.AST) -> list | None:
+    """The statements (or the expression, in a list) that run when the test at ``node`` holds: the body
+    of the ``if`` it is the test of (alone or in an ``and``), or the first arm of a conditional
+    expression; None for any other place (a negated test, a skip, a flag)."""
+    child = node
+    parent = ctx.parent(child)
+    if isinstance(parent, ast.Call) and parent.func is child:  # `torch.cuda.is_available` -> its call
+        child, parent = parent, ctx.parent(parent)
+    if isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And):
+        child, parent = parent, ctx.parent(parent)
+    if isinstance(parent, ast.If) and parent.test is child and parent.body:
+        return list(parent.body)
+    if isinstance(parent, ast.IfExp) and parent.test is child:
+        return [parent.body]
+    return None
