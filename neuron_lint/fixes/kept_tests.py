@@ -7,8 +7,8 @@ of its ``a if test else b``) runs on CUDA only. A rewrite there changes nothing 
 Trainium, and where it does something different (mmengine's bfloat16 check asked of the CPU module,
 fairseq's LM moved while its test kept it on the CPU) it is wrong. Those fixes are dropped with a
 note: the test and its code are ported together or not at all. Where that code places something on
-CUDA, it stays on the CPU on Trainium, and so does every other placement of its class (or function,
-or module): moved to the accelerator, they would meet it there on another device (fairseq's LM in
+CUDA (an availability check's), it stays on the CPU on Trainium, and so does every other placement
+of its class (or function): moved to the accelerator, they would meet it there on another device (fairseq's LM in
 OFA, read set 65: the model kept on the CPU, its inputs sent to neuron).
 """
 
@@ -36,9 +36,12 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
         first, last = ctx.span(arm[0]), ctx.span(arm[-1])
         area = (first[0], first[1], last[2], last[3], f.line, ctx.segment(node).splitlines()[0][:60])
         areas.append(area)
-        if any(g.code in _PLACING and _within(g, area) for g in findings):
-            # what it places stays on the CPU on Trainium: so does every placement of its class (or function)
-            scopes.append((*_scope(ctx, node), f.line, area[5]))
+        if f.code == "NRN203" and any(g.code in _PLACING and _within(g, area) for g in findings):
+            # what an availability check places stays on the CPU on Trainium: so does every placement
+            # of its class (or function)
+            scope = _scope(ctx, node)
+            if scope is not None:
+                scopes.append((*scope, f.line, area[5]))
     if not areas:
         return findings
     out = []
@@ -67,13 +70,12 @@ def _within(f, area) -> bool:
     return (area[0], area[1]) <= (f.line, f.col) and (f.end_line, f.end_col) <= (area[2], area[3])
 
 
-def _scope(ctx, node: ast.AST) -> tuple:
-    """The span of the outermost class around ``node``, else of its function, else of the module."""
+def _scope(ctx, node: ast.AST) -> tuple | None:
+    """The span of the outermost class around ``node``, else of its function (None at module level,
+    where a script's other placements are its own choices)."""
     around = [p for p in ctx.ancestors(node) if isinstance(p, ast.ClassDef)] or [
         p for p in ctx.ancestors(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))][:1]
-    if not around:
-        return (1, 0, 10**9, 0)
-    return ctx.span(around[-1])
+    return ctx.span(around[-1]) if around else None
 
 
 def _cuda_arm(ctx, node: ast.AST) -> list | None:
