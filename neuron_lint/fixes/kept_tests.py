@@ -25,10 +25,15 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
     """``findings`` (with the ast ``nodes`` they were found at) less the fixes of CUDA-specific code
     that a kept CUDA test decides."""
     areas, scopes = [], []
+    # the spans other fixes rewrite whole (a choice rewritten with its test: nanoGPT's
+    # `'cuda' if 'cuda' in device else 'cpu'`, whose `in` has no rewrite of its own)
+    rewritten = [g.fix.target for g in findings if g.fix is not None and len(g.fix.target) >= 4]
     for f, node in zip(findings, nodes):
         if f.fix is not None or not f.fix_note or id(f) in walked_only or f.code not in _TESTS:
             continue
         if f.code == "NRN203" and not f.message.startswith("`torch.cuda.is_available`"):
+            continue
+        if any(_within(f, t) for t in rewritten):
             continue
         arm = _cuda_arm(ctx, node)
         if arm is None:
