@@ -6,10 +6,11 @@ branch serves another device, the branch names GPU machinery...), the body of it
 of its ``a if test else b``) runs on CUDA only. A rewrite there changes nothing on CUDA, never runs on
 Trainium, and where it does something different (mmengine's bfloat16 check asked of the CPU module,
 fairseq's LM moved while its test kept it on the CPU) it is wrong. Those fixes are dropped with a
-note: the test and its code are ported together or not at all. Where that code places something on
-CUDA (an availability check's), it stays on the CPU on Trainium, and so does every other placement
-of its class (or function): moved to the accelerator, they would meet it there on another device (fairseq's LM in
-OFA, read set 65: the model kept on the CPU, its inputs sent to neuron).
+note: the test and its code are ported together or not at all. Where an availability check's code
+places something on CUDA, that stays on the CPU on Trainium, and so does every other placement of
+its class (or function): moved to the accelerator, they would meet it there on another device
+(fairseq's LM in OFA, read set 65: the model kept on the CPU, its inputs sent to neuron). A test
+another fix rewrites together with its choice is not one that stays.
 """
 
 from __future__ import annotations
