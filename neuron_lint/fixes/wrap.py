@@ -207,6 +207,16 @@ class _Breaker:
                 split = split_bracket(last, self.indent, explode)
                 if split is not None:
                     yield _rebuild(path, split)
+            if isinstance(last, cst.Call) and len(last.args) == 1 and not last.args[0].star and plain_ternary(
+                    last.args[0].value):
+                # `torch.device(a if b else c)` whose argument does not fit on a line of its own: one
+                # part of the ternary per line inside the opened call, as ruff format prints it
+                arg = last.args[0]
+                value = arg.value.with_changes(whitespace_before_if=broken(self.indent),
+                                               whitespace_before_else=broken(self.indent))
+                split = split_bracket(last.with_changes(args=[arg.with_changes(value=value)]), self.indent, False)
+                if split is not None:
+                    yield _rebuild(path, split)
 
     def _head_fits(self, path: list, last: cst.Subscript, render, column: int) -> bool:
         """Does the line up to a split subscript's opening bracket keep within the limit?"""
