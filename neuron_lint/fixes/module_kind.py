@@ -54,6 +54,12 @@ def named_test_without_tests(ctx) -> bool:
     test, imports no test framework and runs as a script (``if __name__ == "__main__":``): a script named
     for what it tries (Wonder3D's inference script ``test_mvdiffusion_seq.py``, read set 63), where a
     CUDA check decides what runs, not which tests."""
+    if "_nrn_named_test_script" not in ctx.__dict__:  # once per module: test_gate asks at every site
+        ctx.__dict__["_nrn_named_test_script"] = _named_test_script(ctx)
+    return ctx.__dict__["_nrn_named_test_script"]
+
+
+def _named_test_script(ctx) -> bool:
     parts = _project_parts(getattr(ctx, "path", ""))
     if not any(fnmatch.fnmatch(parts[-1], p) for p in ("test_*.py", "*_test.py")) or any(
             _TESTS_WORD.search(p) for p in parts[:-1]) or not any(is_main_guard(s) for s in ctx.tree.body):

@@ -159,7 +159,7 @@ def _first_backend_test(ctx) -> int:
             continue
         if not any("backend" in (x.id if isinstance(x, ast.Name) else getattr(x, "attr", "")).lower() for x in sides):
             continue
-        branch = next((p for p in ctx.ancestors(n) if isinstance(p, (ast.If, ast.IfExp, ast.stmt))), None)
+        branch = next((p for p in ctx.ancestors(n) if isinstance(p, ast.stmt)), None)
         if isinstance(branch, ast.If) and not branch.orelse and all(_says(s) for s in branch.body):
             continue
         return n.lineno
