@@ -27,6 +27,7 @@ from .device_forms import convert, cst_literal_kind, word
 from .guard_reach import typed_data_note
 from .guards import region_nodes
 from .line_length import line_length
+from .nodes import parenthesised_like
 from .plan import DEVICE_VAR
 
 
@@ -135,7 +136,7 @@ def rewrite_guard(rx, original, updated, data):
             new = word(cuda_arm)
         else:
             new = convert(rx, original, cuda_arm, data, data.get("as_device", False))
-        return new.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else new
+        return parenthesised_like(new, updated)
     new_arm = convert(rx, original, cuda_arm, data, False)
     test = cst.Call(func=rx.dotted("torch.accelerator.is_available", original))
     if negated:

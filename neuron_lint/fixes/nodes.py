@@ -72,3 +72,20 @@ def device_string_with_index(device_type: cst.BaseExpression, index: cst.BaseExp
 
 def is_none(node) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
+
+
+def parenthesised_like(new: cst.BaseExpression, old: cst.BaseExpression) -> cst.BaseExpression:
+    """``new`` in ``old``'s parentheses, when ``old`` had any. Parentheses that split a conditional
+    expression over lines (``device or (`` / ``"cuda" if ... else "cpu"`` / ``)``), holding no
+    comment, are dropped when ``new`` is a name, attribute, call or subscript: such a value needs
+    none, and ``ruff format`` would join them onto one line around it (F5-TTS's socket server)."""
+    if not old.lpar:
+        return new
+    atom = isinstance(new, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not new.lpar
+    split = any(isinstance(p.whitespace_after, cst.ParenthesizedWhitespace) for p in old.lpar) or any(
+        isinstance(p.whitespace_before, cst.ParenthesizedWhitespace) for p in old.rpar)
+    if atom and split:
+        probe = cst.Module(body=[]).code_for_node
+        if not any("#" in probe(p) for p in (*old.lpar, *old.rpar)):
+            return new
+    return new.with_changes(lpar=old.lpar, rpar=old.rpar)
