@@ -172,6 +172,10 @@ class DeviceDefinitions:
         """Add the definitions the rewrites referred to, right after the import block."""
         if not (self.variable or self.helper):
             return tree
+        # a rewrite may ask for the device and then write something else (DDP's `device_ids` test is
+        # `torch.accelerator.is_available()` beside the helper): define only what the code now names
+        used = _names_used(tree)
+        self.variable, self.helper = self.variable and DEVICE_VAR in used, self.helper and DEVICE_HELPER in used
         t = self.rx.module.torch or "torch"
         indent = _indent_unit(self.rx.module.text, tree.default_indent)
         config = tree.config_for_parsing
@@ -283,6 +287,18 @@ def _imports_torch(stmt) -> bool:
                     for a in node.names):
                 return True
     return False
+
+
+def _names_used(tree: cst.Module) -> set[str]:
+    """Every name the module reads or writes (its ``Name`` nodes)."""
+    found: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.add(node.value)
+
+    tree.visit(_Names())
+    return found
 
 
 def _module_names(tree: cst.Module) -> set[str]:
