@@ -1444,6 +1444,32 @@ def test_cuda_of_an_object_a_project_class_loads_is_kept_however_it_is_reached(t
     assert "net = torch.nn.Linear(2, 2).to(" in fixed
 
 
+def test_cuda_of_an_object_named_like_a_project_class_with_its_own_cuda_is_kept(tmp_path):
+    # XLM (set 68): the trainer gets a `SentenceEmbedder` (no nn.Module; its `cuda()` moves its model)
+    # as a parameter and copies it; `.to(...)` raised AttributeError on CUDA. A name that ends the
+    # way the class's name ends is taken for one; a module built in place is still rewritten
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "embedder.py").write_text(
+        "class SentenceEmbedder(object):\n    def cuda(self):\n        self.model.cuda()\n")
+    src = """
+        import copy
+
+        from torch import nn
+
+
+        class Trainer:
+            def __init__(self, embedder, out_dim):
+                self._embedder = embedder
+                self.embedder = copy.deepcopy(self._embedder)
+                self.embedder.cuda()
+                self.model = nn.Linear(out_dim, out_dim)
+                self.model.cuda()
+    """
+    fixed = fix_all(src, str(tmp_path / "glue.py"))
+    assert "self.embedder.cuda()" in fixed
+    assert "self.model.to(" in fixed
+
+
 FAKED_GPU = """
     import pytest
     import torch as th

@@ -408,12 +408,17 @@ def _cuda_only_code(ctx, nodes, guard) -> str:
     """Code in the decided code that only CUDA runs (a kernel, a compiled extension, a custom
     operator, an optional import: :func:`.cuda_only.cuda_only_node`), as the note names it, or ``""``.
     ``.cuda()`` is not one: NRN201 rewrites it."""
+    from .callees import cuda_only_callee
     from .cuda_only import cuda_only_node
 
     for top in nodes:
         for n in _walk_decided(ctx, top, guard):
             what = cuda_only_node(ctx, n)
             if what:
+                return what
+    for top in nodes:  # then what the module's own functions called there run (svox2's `self.accelerate()`)
+        for n in _walk_decided(ctx, top, guard):
+            if isinstance(n, ast.Call) and (what := cuda_only_callee(ctx, n)):
                 return what
     return ""
 

@@ -88,6 +88,9 @@ class RewriteContext:
         scope = self.scope(site) if site is not None else None
         if scope is not None and "torch" in scope:
             return "torch"  # imported inside the function
+        local = _local_torch_alias(scope)
+        if local:
+            return local  # `import torch as th` inside the function (denoiser's executor, set 68)
         if not self._needs_torch:
             from libcst.codemod.visitors import AddImportsVisitor
 
@@ -379,3 +382,19 @@ def _joint_edits(text: str, module: Module, findings: list[Finding], planned: li
         else:
             out[i] = replace(f, fix=replace(f.fix, edits=minimal_edits(text, alone)))
     return out
+
+
+def _local_torch_alias(scope) -> str:
+    """The name a function (or one around it) binds with ``import torch as <name>``, or ``""``."""
+    from libcst.metadata import GlobalScope
+
+    while scope is not None and not isinstance(scope, GlobalScope):
+        for assignment in scope.assignments:
+            node = getattr(assignment, "node", None)
+            if isinstance(node, cst.Import) and any(
+                    alias.evaluated_name == "torch" and alias.evaluated_alias == assignment.name
+                    for alias in node.names):
+                return assignment.name
+        scope = scope.parent
+    return ""
+

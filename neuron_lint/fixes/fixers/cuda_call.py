@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import functools
 
+from ..name_words import name_words
+
 _INDEX_WORDS = ("rank", "idx", "index", "gpu", "_id", "ordinal")
 
 
@@ -211,7 +213,8 @@ def _built_by_own_cuda_class(ctx, receiver) -> str:
     its function or module (``self.pipe``'s in its class): ``pipe = Pipeline.from_pretrained(...)``
     then ``pipe.cuda()``; DrQA's ``self.reader = reader.DocReader.load(...)`` or ``model, epoch =
     DocReader.load_checkpoint(...)`` (``DocReader`` is no ``nn.Module``: it has ``cuda()``, not
-    ``to()``), or ``""``."""
+    ``to()``), or ``""``. Made elsewhere (a parameter, a copy), a receiver named the way such a class's
+    name ends is taken for one: the name with ``?`` after it."""
     from ..cuda_only import dotted
     from ..project_scan import project_root
 
@@ -228,9 +231,16 @@ def _built_by_own_cuda_class(ctx, receiver) -> str:
             and any(_written(e) == wanted for t in s.targets
                     for e in (t.elts if isinstance(t, ast.Tuple) else [t]))]
     names = {n for call in made for n in dotted(call.func)}
-    root = project_root(ctx.path) if names else None
+    root = project_root(ctx.path)
     own = _classes_with_own_cuda(root) if root else frozenset()
-    return next((n for n in sorted(names) if n in own), "")
+    found = next((n for n in sorted(names) if n in own), "")
+    if found or any(n[:1].isupper() for n in names):
+        return found  # built by a class the project does not give its own `cuda()`
+    # made elsewhere (a parameter, a copy): a name that ends the way such a class's name ends
+    # (XLM's `self.embedder = copy.deepcopy(self._embedder)`, a `SentenceEmbedder`, set 68)
+    words = name_words(wanted.rpartition(".")[2])
+    named = next((n for n in sorted(own) if words and name_words(n)[-len(words):] == words), "")
+    return f"{named}?" if named else ""
 
 
 def _into_cuda_only_call(ctx, call) -> str:
@@ -277,7 +287,8 @@ class CudaCall:
             return None
         made = _built_by_own_cuda_class(ctx, call.func.value)
         if made:
-            ctx.note(hit, f"not rewritten: the object is a `{made}`, a class of the project with its own `cuda()` "
+            what = f"may be a `{made[:-1]}` (so it is named)" if made.endswith("?") else f"is a `{made}`"
+            ctx.note(hit, f"not rewritten: the object {what}, a class of the project with its own `cuda()` "
                           "(which may cast, move other parts, or turn on CUDA-only features); `.to(...)` would "
                           "skip all that. Give the class a device-agnostic method and call it")
             return None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ..callees import cuda_only_callee
 from ..cuda_only import cuda_only_call as _cuda_only_call
 from ..cuda_only import dotted as _dotted
 from ..name_words import cuda_keyed, name_words
@@ -288,9 +289,10 @@ class IsCuda:
                 if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and n.func.attr == "cuda"):
                     # `x.cuda()` is not CUDA-only code: NRN201 rewrites it, and settle() keeps the two together
                     what = _cuda_only_call(ctx, n) or _complex_call(ctx, n) or _cpu_cuda_library_call(ctx, n)
+                    what = f"{what} on line {n.lineno}" if what else cuda_only_callee(ctx, n)
                     if what:
                         ctx.note(hit, (
-                            f"not rewritten: the code this test lets run calls {what} on line {n.lineno}; on Trainium "
+                            f"not rewritten: the code this test lets run calls {what}; on Trainium "
                             "a `neuron` tensor would reach it. `is_cuda` is the right question there: keep it (the "
                             "CUDA path keeps working, and other devices keep taking the other path)"))
                         return None

@@ -1,0 +1,51 @@
+"""The project's own functions a device guard's code calls, looked into one level deep.
+
+A guard that decides ``self.accelerate()`` decides what ``accelerate`` runs: svox2's grid calls its
+compiled extension there (``_C.accel_dist_prop``), so ``if self.links.is_cuda:`` in front of the call
+is the right question and stays. Only callees the module itself defines are followed: a method of
+the enclosing class (``self.name(...)``), a module-level function (``name(...)``) and an autograd
+``Function``'s ``forward`` (``Name.apply(...)``); their own calls are not followed further.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _callee(ctx, call: ast.Call):
+    """The definition ``call`` runs, when the module defines it, else None."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        owner = func.value.id
+        if owner == "self":
+            cls = next((p for p in ctx.ancestors(call) if isinstance(p, ast.ClassDef)), None)
+            return _defined(cls.body, func.attr) if cls is not None else None
+        if func.attr == "apply":  # `_RenderFunction.apply(...)`: an autograd Function's forward
+            cls = next((s for s in ctx.tree.body if isinstance(s, ast.ClassDef) and s.name == owner), None)
+            return _defined(cls.body, "forward") if cls is not None else None
+        return None
+    if isinstance(func, ast.Name):
+        return _defined(ctx.tree.body, func.id)
+    return None
+
+
+def _defined(body, name: str):
+    return next((s for s in body if isinstance(s, _FUNCTIONS) and s.name == name), None)
+
+
+def cuda_only_callee(ctx, call: ast.Call) -> str:
+    """What makes the module's own function that ``call`` runs CUDA-only code (for a guard's note),
+    or ``""``."""
+    from .cuda_only import cuda_only_node
+
+    target = _callee(ctx, call)
+    if target is None or ctx.enclosing_function(call) is target:
+        return ""
+    cache = ctx.__dict__.setdefault("_nrn_callee_cuda_only", {})
+    found = cache.get(id(target))
+    if found is None:
+        found = next((what for n in ctx.walk(target) if n is not target and (what := cuda_only_node(ctx, n))), "")
+        cache[id(target)] = found
+    return f"`{ctx.segment(call.func)}` (line {call.lineno}), whose code calls {found}" if found else ""
