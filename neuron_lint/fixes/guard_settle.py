@@ -97,6 +97,10 @@ def _kept_note(f, site) -> str:
     if f.code == "NRN201" and "torch.cuda.device(" in what:
         return (f"not rewritten: it runs inside `with {what[1:-1]}:` (line {site[0]}), which stays CUDA's and raises "
                 "where CUDA is absent: rewritten alone it would change nothing. Port the two together")
+    if f.code == "NRN205":  # a float16 autocast tied to the module's CUDA loss scalers (amp._scaled_with)
+        return (f"not rewritten: the loss scaler {what} (line {site[0]}) stays CUDA's, and switches itself off "
+                "without CUDA: moved alone, float16 autocast would run on Trainium with no loss scaling. Port the "
+                "scaler and autocast together")
     if f.code == "NRN202" and "is_available" in what:  # a device string a flag of that test picks
         return (f"not rewritten: it is used only where {what} (line {site[0]}) holds, directly or through a "
                 "flag, and that test stays as it is, so Trainium never gets here: rewritten alone it would "

@@ -27,6 +27,7 @@ import ast
 from ..device_choice import device_data, runs_at_import
 from ..device_literal import plan_device_type
 from ..keyword_args import with_commas
+from ..loss_scalers import scaled_with as _scaled_with
 
 _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 _KWARGS_NOTE = ("not rewritten: the call passes `**kwargs`, which may hold `enabled`; the rewrite has to pass "
@@ -157,7 +158,8 @@ def _with_the_call(ctx, hit, fix):
         ctx.note(hit, _KWARGS_NOTE)
         return None
     where = ["keyword", parent.arg] if isinstance(parent, ast.keyword) else ["position", call.args.index(hit.node)]
-    return ctx.propose(hit, call, "Call", fix.message, {"mode": "literal_call", "literal": data, "where": where,
+    tied = {} if scaler else _scaled_with(ctx, call)
+    return ctx.propose(hit, call, "Call", fix.message, {**tied, "mode": "literal_call", "literal": data, "where": where,
                                                         "enabled_at": 5 if scaler else 2},
                        applicability=fix.applicability)
 
@@ -207,6 +209,8 @@ class Amp:
             return None
         message = ("Use `torch.autocast` with the current device type" if api == "autocast"
                    else "Use `torch.amp.GradScaler` with the current device type")
+        if api == "autocast":
+            data = {**data, **_scaled_with(ctx, call)}
         return ctx.propose(hit, call, "Call", message, {**data, "mode": api, "imports": imports})
 
     def _plan_custom(self, ctx, hit, node, call, api, imports):
