@@ -106,6 +106,21 @@ def _extension_names(ctx) -> set[str]:
     return found
 
 
+def _aliased_cuda_modules(ctx) -> set[str]:
+    """Names a module-level import binds to a module named as CUDA-only code under another name:
+    OpenPCDet's ``from . import pointnet2_batch_cuda as pointnet2`` (its compiled extension)."""
+    found = ctx.__dict__.get("_nrn_aliased_cuda")
+    if found is None:
+        found = set()
+        for stmt in ctx.tree.body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                for alias in stmt.names:
+                    if alias.asname and _cuda_only_part(alias.name.rpartition(".")[2]):
+                        found.add(alias.asname)
+        ctx.__dict__["_nrn_aliased_cuda"] = found
+    return found
+
+
 def _cuda_only_part(part: str) -> bool:
     """Is ``part``, one component of a dotted name, one of :data:`_CUDA_ONLY_PARTS`?"""
     return any(fnmatch.fnmatchcase(part, p) for p in _CUDA_ONLY_PARTS)
@@ -159,7 +174,7 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
     name = ".".join(written)
     if qual[:2] == ["torch", "_C"] and len(qual) == 3 and qual[2].startswith("_cuda"):
         return f"`{name}`, a private CUDA binding (missing, or about CUDA only, in a torch built without CUDA)"
-    if written[0] in _extension_names(ctx):
+    if written[0] in _extension_names(ctx) or written[0] in _aliased_cuda_modules(ctx):
         return f"`{name}`, a compiled extension"
     if written[0] in _cuda_library_names(ctx):
         return f"`{name}`, defined with a CUDA-only library (the `try` that imports it)"

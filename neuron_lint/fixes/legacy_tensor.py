@@ -42,12 +42,54 @@ def plan_legacy_tensor(ctx, hit, dtype: str):
                       "arguments or an integer are surely sizes (a name may be either); write "
                       f"`torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(...)` by hand")
         return None
+    kernel = _into_cuda_only_code(ctx, call)
+    if kernel:
+        ctx.note(hit, f"not rewritten: the tensor goes into {kernel}, which takes CUDA memory only (a buffer for "
+                      "its output or scratch space): made on another device, it would reach that code there. "
+                      "Port the kernel first")
+        return None
     data = ctx.device_or_note(hit, call)
     if data is None:
         return None
     made = "tensor" if data_form else "empty"
     return ctx.propose(hit, call, "Call", f"Use `torch.{made}(..., dtype=torch.{dtype}, device=...)`",
                        {**data, "dtype": dtype, "made": made}, "safe")
+
+
+def _into_cuda_only_code(ctx, call: ast.Call) -> str:
+    """The CUDA-only call (a compiled extension, a kernel: :func:`.cuda_only.cuda_only_call`) that
+    takes the tensor ``call`` makes, as the note names it, or ``""``: directly or through a chained
+    ``.fill_(...)``/``.zero_()``/``Variable(...)``, or through the one name it is assigned to in its
+    function (or that name's ``.data``) (OpenPCDet's pointnet2 ops: ``output = torch.cuda.IntTensor(B, npoint)`` then
+    ``pointnet2.farthest_point_sampling_wrapper(B, N, npoint, xyz, temp, output)``, read set 68)."""
+    from .cuda_only import cuda_only_call
+
+    node = call
+    parent = ctx.parent(node)
+    while isinstance(parent, (ast.Attribute, ast.Call)) and not (isinstance(parent, ast.Call) and node in parent.args):
+        node, parent = parent, ctx.parent(parent)  # `torch.cuda.FloatTensor(B, N).fill_(1e10)`
+    if isinstance(parent, ast.Call) and node in parent.args and not cuda_only_call(ctx, parent):
+        node, parent = parent, ctx.parent(parent)  # `Variable(torch.cuda.FloatTensor(...).zero_())`
+    if isinstance(parent, ast.Call) and node in parent.args:
+        what = cuda_only_call(ctx, parent)
+        return f"{what} (line {parent.lineno})" if what else ""
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+        return ""
+    name = parent.targets[0].id
+    scope = ctx.enclosing_function(parent)
+    for n in ctx.walk(scope) if scope is not None else ():
+        if isinstance(n, ast.Call) and any(_names(a, name) for a in n.args):
+            what = cuda_only_call(ctx, n)
+            if what:
+                return f"{what} (line {n.lineno})"
+    return ""
+
+
+def _names(arg: ast.expr, name: str) -> bool:
+    """Is ``arg`` the name ``name``, or an attribute of it (``grad_features.data``)?"""
+    if isinstance(arg, ast.Attribute):
+        arg = arg.value
+    return isinstance(arg, ast.Name) and arg.id == name
 
 
 def rewrite_legacy_tensor(rx, original, updated, data):
