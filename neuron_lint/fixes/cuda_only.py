@@ -121,6 +121,28 @@ def _aliased_cuda_modules(ctx) -> set[str]:
     return found
 
 
+def _imported_cuda_names(ctx) -> set[str]:
+    """Names the module's top-level imports (also under a top-level ``try`` or ``if``) bind to code
+    named as CUDA-only: s4's ``from extensions.kernels.vandermonde import log_vandermonde_cuda``,
+    ``from .cauchy import cauchy_mult as cauchy_cuda``. A flag (``use_cuda = ...``) is no import."""
+    found = ctx.__dict__.get("_nrn_imported_cuda")
+    if found is None:
+        found = set()
+        pending = list(ctx.tree.body)
+        while pending:
+            stmt = pending.pop()
+            if isinstance(stmt, (ast.Try, ast.If)):
+                pending.extend([*stmt.body, *getattr(stmt, "orelse", ()),
+                                *(s for h in getattr(stmt, "handlers", ()) for s in h.body)])
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                for alias in stmt.names:
+                    bound = alias.asname or alias.name.partition(".")[0]
+                    if _cuda_only_part(bound) or alias.asname and _cuda_only_part(alias.name.rpartition(".")[2]):
+                        found.add(bound)
+        ctx.__dict__["_nrn_imported_cuda"] = found
+    return found
+
+
 def _cuda_only_part(part: str) -> bool:
     """Is ``part``, one component of a dotted name, one of :data:`_CUDA_ONLY_PARTS`?"""
     return any(fnmatch.fnmatchcase(part, p) for p in _CUDA_ONLY_PARTS)
@@ -215,6 +237,10 @@ def cuda_only_node(ctx, n: ast.AST) -> str:
             # it; tensors saved on a GPU load back onto CUDA, which Trainium does not have
             return (f"`torch.load` without `map_location` on line {n.lineno} (a checkpoint saved on "
                     "a GPU loads onto CUDA)")
+    elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in _imported_cuda_names(ctx) and not (
+            isinstance(ctx.parent(n), ast.Call) and ctx.parent(n).func is n):
+        # s4's kernel dispatch: `log_vandermonde = log_vandermonde_cuda`, the function handed on
+        return f"`{n.id}` (imported CUDA-only code, handed on) on line {n.lineno}"
     elif isinstance(n, ast.Try) and (imported := optional_import(n)) is not None:
         # fairseq's DynamicConv: `try: from fairseq.modules.dynamicconv_layer import DynamicconvLayer`
         # under the CUDA test; a package a GPU machine may lack is mostly a CUDA build

@@ -152,6 +152,9 @@ def cuda_test(ctx, test) -> tuple[bool, bool, str]:
             if id(n) not in supported:
                 return True, available, f"`{n.value}` is used there in a way the fix cannot follow"
             compares = True
+        elif isinstance(n, ast.Constant) and n.value == "cuda:":
+            # `"cuda:" + str(k) != self.last_device`: devices compared by CUDA's name and index
+            return True, available, "it names a CUDA device by its index (`\"cuda:\" + ...`)"
         elif isinstance(n, ast.Attribute) and n.attr == "is_cuda":
             return True, available, "it asks `.is_cuda`"
         elif isinstance(n, ast.Call) and is_availability(ctx, n):

@@ -200,11 +200,12 @@ def typed_data_note(ctx, guard, region) -> str:
 
 
 def _holder(ctx, literal) -> tuple[str, ast.AST] | None:
-    """The variable ``literal`` is stored in (through a conditional's arm, ``torch.device(...)`` or an
-    f-string), as written, and where it is read: its function (a name), class (``self.x``) or module."""
+    """The variable ``literal`` is stored in (through a conditional's arm, ``torch.device(...)``, an
+    f-string or ``"cuda:" + str(i)``), as written, and where it is read: its function (a name), class (``self.x``) or module."""
     node, parent = literal, ctx.parent(literal)
     while isinstance(parent, ast.IfExp) and node is not parent.test or isinstance(parent, ast.JoinedStr) or (
-            isinstance(parent, ast.Call) and node in parent.args and ctx.qualname(parent.func) == "torch.device"):
+            isinstance(parent, ast.Call) and node in parent.args and ctx.qualname(parent.func) == "torch.device") or (
+            isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Add) and parent.left is node):
         node, parent = parent, ctx.parent(parent)
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
             and isinstance(parent.targets[0], (ast.Name, ast.Attribute))):
@@ -258,10 +259,21 @@ def compared_as_cuda(ctx, literal) -> list:
         if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.NotEq, ast.In)):
             left, right = n.left, n.comparators[0]
             pairs = [(left, right)] if isinstance(n.ops[0], ast.In) else [(left, right), (right, left)]
-            if any(isinstance(c, ast.Constant) and c.value == "cuda" and ast.unparse(other) in names
-                   for c, other in pairs) and _places(ctx, n):
+            if any(_names_cuda(c) and ast.unparse(other) in names for c, other in pairs) and _places(ctx, n):
                 found.append(n)
     return found
+
+
+def _names_cuda(node) -> bool:
+    """``"cuda"``, or a CUDA device written with its index: ``"cuda:0"``, ``"cuda:" + str(k)`` (the
+    model-parallel blocks of Hugging Face's older models compare ``"cuda:" + str(k) !=
+    self.last_device``, CodeGen's among them, read set 69), ``f"cuda:{k}"``."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        node = node.left
+    elif isinstance(node, ast.JoinedStr) and node.values:
+        node = node.values[0]
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+        node.value == "cuda" or node.value.startswith("cuda:"))
 
 
 def _places(ctx, test) -> bool:

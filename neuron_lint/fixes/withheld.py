@@ -35,6 +35,7 @@ from .cpu_path import cpu_path_note, gate
 from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch
+from .device_maps import indexed_comparison
 from .mocked import mocked_by_tests
 from .module_kind import is_str, is_test_path, module_level, named_test_without_tests, torch_imported_after
 from .native_neuron import native_neuron_note
@@ -92,6 +93,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     if nccl:
         return (f"not rewritten: {nccl}, so the devices here are what NCCL moves, CUDA's; rewritten, Trainium "
                 "would hand NCCL another device's tensors. Give Trainium its own transport")
+    mapped = hit.rule.category == "cuda-specific" and indexed_comparison(ctx, node)
+    if mapped:
+        return (f"not rewritten: the code here compares devices by CUDA's name and index (`{ctx.segment(mapped)[:50]}`, "
+                f"line {mapped.lineno}); rewritten alone, this device would disagree with that test on Trainium. "
+                "Port the device map and its comparisons together")
     cuda_code = hit.rule.category == "cuda-specific" and cuda_module_note(ctx, node)
     if cuda_code:
         return cuda_code
