@@ -43,6 +43,27 @@ def test_concise_check_of_one_file_needs_no_rich_and_no_libcst(tmp_path):
     assert not mods & {"rich", "libcst"}
 
 
+def test_planning_every_kind_of_fix_needs_no_libcst(tmp_path):
+    # a check plans the fixes of its findings (for `[*]` and the notes) on the ast alone: the fixers'
+    # modules load libcst only where a rewrite is written (a device_idiom import slipped once)
+    f = tmp_path / "train.py"
+    f.write_text(
+        "import torch\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "x = torch.ones(2, device='cuda')\n"
+        "if x.is_cuda:\n    torch.cuda.synchronize()\n"
+        "with torch.cuda.amp.autocast():\n    y = x * 2\n"
+        "scaler = torch.cuda.amp.GradScaler()\n"
+        "torch.distributed.init_process_group(backend='nccl')\n"
+        "buf = torch.cuda.FloatTensor(2, 3)\n"
+        "torch.backends.cudnn.benchmark = True\n"
+    )
+    out, mods = loaded(["check", "--no-cache", "--output-format", "concise", str(f)], tmp_path)
+    assert {"NRN202", "NRN203", "NRN205", "NRN206", "NRN208"} <= set(out.split()) | {
+        w.rstrip(":") for w in out.split()}
+    assert "libcst" not in mods
+
+
 VIA_PARSER = """
 import sys
 from neuron_lint.cli import app

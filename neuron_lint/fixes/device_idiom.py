@@ -27,7 +27,6 @@ from .device_forms import convert, cst_literal_kind, word
 from .guard_reach import typed_data_note
 from .guards import region_nodes
 from .line_length import line_length
-from .nodes import parenthesised_like
 from .plan import DEVICE_VAR
 
 
@@ -124,6 +123,8 @@ def rewrite_guard(rx, original, updated, data):
     and for ``torch.device("cuda") if ... else torch.device("cpu")``);
     any other fallback keeps its arm and gets ``torch.accelerator.is_available()`` as the test."""
     import libcst as cst
+
+    from .nodes import parenthesised_like
 
     negated = data.get("negated", False)
     cuda_arm = updated.orelse if negated else updated.body
