@@ -21,9 +21,16 @@ class FunctionImports:
     def __init__(self, ctx) -> None:
         self._ctx = ctx
         self._by_function: dict[int, dict[str, str]] = {}
+        self._known: dict[int, str | None] = {}  # the fixers ask about the same nodes again and again
 
     def qualname(self, node) -> str | None:
         """The qualified name ``node`` (a name or an attribute chain on one) refers to, or None."""
+        key = id(node)
+        if key not in self._known:
+            self._known[key] = self._qualname(node)
+        return self._known[key]
+
+    def _qualname(self, node) -> str | None:
         parts = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)

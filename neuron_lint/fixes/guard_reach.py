@@ -185,7 +185,11 @@ def typed_data_note(ctx, guard, region) -> str:
 
     home = _home(ctx, guard)
     walked = ctx.walk(home)
-    if not any(isinstance(n, ast.Attribute) and _CUDA_TENSOR_TYPE.fullmatch(ctx.qualname(n) or "") for n in walked):
+    typed = ctx.__dict__.setdefault("_nrn_typed_homes", {})  # asked for each guard of the same home
+    if id(home) not in typed:
+        typed[id(home)] = "Tensor" in ctx.text and any(
+            isinstance(n, ast.Attribute) and _CUDA_TENSOR_TYPE.fullmatch(ctx.qualname(n) or "") for n in walked)
+    if not typed[id(home)]:
         return ""
     for n in walked:
         if n is guard or not is_availability(ctx, n) or _home(ctx, n) is not home:
