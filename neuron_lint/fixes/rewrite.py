@@ -54,6 +54,7 @@ class RewriteContext:
         self._codemod = None
         self.definitions = DeviceDefinitions(self)
         self._needs_torch = False
+        self.written: list[cst.CSTNode] = []  # what the fixers wrote, for the names it uses
 
     @property
     def codemod(self):
@@ -227,6 +228,7 @@ class _Apply(cst.CSTTransformer):
             if new is None:
                 continue
             updated = requote(updated, new, lambda: self.rx.module.quote)
+            self.rx.written.append(updated)
             done_here = f.fix
             self.applied.append(i)
         if is_emptied(original_node, updated):

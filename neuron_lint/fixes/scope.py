@@ -174,7 +174,7 @@ class DeviceDefinitions:
             return tree
         # a rewrite may ask for the device and then write something else (DDP's `device_ids` test is
         # `torch.accelerator.is_available()` beside the helper): define only what the code now names
-        used = _names_used(tree)
+        used = _names_used(self.rx.written)
         self.variable, self.helper = self.variable and DEVICE_VAR in used, self.helper and DEVICE_HELPER in used
         t = self.rx.module.torch or "torch"
         indent = _indent_unit(self.rx.module.text, tree.default_indent)
@@ -289,15 +289,17 @@ def _imports_torch(stmt) -> bool:
     return False
 
 
-def _names_used(tree: cst.Module) -> set[str]:
-    """Every name the module reads or writes (its ``Name`` nodes)."""
+def _names_used(written: list[cst.CSTNode]) -> set[str]:
+    """Every name in what the fixers wrote (a walk of those nodes only: visiting the whole module
+    cost more than its parse)."""
     found: set[str] = set()
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
+    todo = list(written)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.Name):
             found.add(node.value)
-
-    tree.visit(_Names())
+        if isinstance(node, cst.CSTNode):  # a removal leaves a sentinel
+            todo.extend(node.children)
     return found
 
 
