@@ -181,6 +181,9 @@ FORKERS = frozenset({"multiprocessing.Process", "multiprocessing.Pool", "torch.m
                       "torch.multiprocessing.Pool", "os.fork"})
 
 
+#: A call of ``Process(``/``Pool(``/``fork(``, or an import of one of them under another name: the
+#: text a forking module holds (``ProcessGroup`` and ``MaxPool2d`` are not).
+_FORK_HINT = re.compile(r"(?:Process|Pool|fork)\s*\(|^[ \t]*(?:from|import)[ \t][^\n]*(?:Process|Pool|fork)\b", re.MULTILINE)
 _POOL_METHODS = frozenset({"map", "map_async", "imap", "imap_unordered", "starmap", "starmap_async", "apply",
                            "apply_async"})
 
@@ -196,7 +199,8 @@ def forks_workers(ctx) -> bool:
     found = ctx.__dict__.get("_nrn_forks")
     if found is None:
         found = False
-        if "Process" in ctx.text or "Pool" in ctx.text or "fork" in ctx.text:
+        text = ctx.text
+        if ("Process" in text or "Pool" in text or "fork" in text) and _FORK_HINT.search(text):
             calls = [n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)]
             spawns = any(getattr(n.func, "attr", getattr(n.func, "id", "")) in ("set_start_method", "get_context")
                          and n.args and is_str(n.args[0], "spawn", "forkserver") for n in calls)
@@ -388,13 +392,15 @@ def optional_import(node: ast.Try):
 
 
 _CUDA_EXTENSION = re.compile(r"[A-Za-z0-9_]+_cuda")
+#: An import line naming a module that ends in ``_cuda``: the text such a module holds.
+_CUDA_EXTENSION_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t][^\n]*?\b[A-Za-z0-9_]+_cuda\b", re.MULTILINE)
 
 
 def cuda_extension_import(ctx) -> tuple[str, int] | None:
     """A compiled extension named for CUDA that the module imports anywhere, in a function too
     (Megatron's fused-kernel tests: ``import scaled_masked_softmax_cuda``; apex's ``xentropy_cuda``
     in lightning-thunder's notebook; set 57): (its name, the line), or None."""
-    if "_cuda" not in ctx.text:
+    if "_cuda" not in ctx.text or not _CUDA_EXTENSION_IMPORT.search(ctx.text):  # (`is_cuda` is everywhere)
         return None
     if "_nrn_cuda_extension" not in ctx.__dict__:  # asked for every finding: read once
         found = []
