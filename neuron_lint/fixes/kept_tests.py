@@ -37,17 +37,16 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
         if any(_within(f, t) for t in rewritten):
             continue
         arm = _cuda_arm(ctx, node)
-        if arm is None:
-            continue
-        first, last = ctx.span(arm[0]), ctx.span(arm[-1])
-        area = (first[0], first[1], last[2], last[3], f.line, ctx.segment(node).splitlines()[0][:60])
-        areas.append(area)
-        if f.code == "NRN203" and any(g.code in _PLACING and _within(g, area) for g in findings):
-            # what an availability check places stays on the CPU on Trainium: so does every placement
-            # of its class (or function)
-            scope = _scope(ctx, node)
-            if scope is not None:
-                scopes.append((*scope, f.line, area[5]))
+        for arm in [arm] if arm is not None else _flag_arms(ctx, node):
+            first, last = ctx.span(arm[0]), ctx.span(arm[-1])
+            area = (first[0], first[1], last[2], last[3], f.line, ctx.segment(node).splitlines()[0][:60])
+            areas.append(area)
+            if f.code == "NRN203" and any(g.code in _PLACING and _within(g, area) for g in findings):
+                # what an availability check places stays on the CPU on Trainium: so does every placement
+                # of its class (or function)
+                scope = _scope(ctx, node)
+                if scope is not None:
+                    scopes.append((*scope, f.line, area[5]))
     if not areas:
         return findings
     out = []
@@ -99,3 +98,30 @@ def _cuda_arm(ctx, node: ast.AST) -> list | None:
     if isinstance(parent, ast.IfExp) and parent.test is child:
         return [parent.body]
     return None
+
+
+def _flag_arms(ctx, node: ast.AST) -> list[list]:
+    """The bodies of the ``if flag:`` (alone or in an ``and``) of the function (or module) where the
+    test at ``node`` is stored in a flag assigned once there: vilbert's notebook, ``cuda =
+    torch.cuda.is_available()`` then ``if cuda: model = model.cuda(0)`` (read set 69)."""
+    call = ctx.parent(node)
+    if not (isinstance(call, ast.Call) and call.func is node):
+        return []
+    stmt = ctx.parent(call)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return []
+    flag = stmt.targets[0].id
+    scope = ctx.enclosing_function(stmt) or ctx.tree
+    walked = ctx.walk(scope)
+    if sum(1 for n in walked if isinstance(n, ast.Name) and n.id == flag and isinstance(n.ctx, ast.Store)) != 1:
+        return []
+    arms = []
+    for n in walked:
+        test = n.test if isinstance(n, ast.If) else None
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            test = test.values[0]
+        if isinstance(test, ast.Name) and test.id == flag and n.body:
+            arms.append(list(n.body))
+    return arms
+
