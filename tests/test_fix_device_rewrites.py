@@ -653,8 +653,9 @@ def test_a_device_string_a_test_expects_back_is_left_as_data():
     """
     fixed = fix_all(src, "tests/test_cli.py", unsafe_fixes=True)
     assert 'Namespace(device="cuda:1"' in fixed and '.to("cuda")' not in fixed
-    # a test that runs on CUDA only gets its device as before (lerobot's processor tests)
-    assert 'torch.ones(2, device="cuda")' not in fixed
+    # a test that runs on CUDA only (its skip stays) keeps its CUDA code with the skip: rewritten, it
+    # would change nothing on CUDA and never run anywhere else (mmdetection3d's NMS tests, set 71)
+    assert 'torch.ones(2, device="cuda")' in fixed
     (note,) = [n for n in notes(src, "tests/test_cli.py", select=("NRN2",), unsafe_fixes=True) if "data" in n]
     assert 'cfg.device == "cuda:1"' in note
 

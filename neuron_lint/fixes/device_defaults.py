@@ -12,7 +12,8 @@ import ast
 from ..engine.parameters import parameter_defaults
 from .decline import Decline
 from .device_choice import qual
-from .device_forms import convert, cst_literal_kind
+from .device_forms import convert, cst_literal_kind, literal_kind
+from .load_locations import loads_with
 
 
 def parameter_default(ctx, node):
@@ -91,11 +92,28 @@ def plan_default(ctx, hit, node):
         ctx.note(hit, f"not rewritten: `{ctx.segment(caller)[:50]}` (line {caller.lineno}) passes `{arg.arg}=None`, "
                       "which means the CPU there; defaulting to None would send that call to the accelerator")
         return None
+    # `device="cuda:0"` read as "cpu" or not (`if device != "cpu":`, mmdetection3d's `init_model`, read
+    # set 71), or handed to `torch.load`: on a CPU-only host "cpu:0" would be neither, so the CPU
+    # gets its plain name (as `convert` writes for `torch.load`)
+    plain_cpu = literal_kind(node) == "indexed" and (_compared_with_cpu(ctx, fn, arg.arg)
+                                                     or loads_with(ctx, fn.body[0], arg.arg))
     return ctx.propose(hit, fn, type(fn).__name__,
                        f"Default `{arg.arg}` to None and take the current accelerator when the function runs "
                        "(callers passing None now get it too)",
-                       {**data, "mode": "default", "param": arg.arg, "annotation": annotation, "as_device": as_device},
+                       {**data, "mode": "default", "param": arg.arg, "annotation": annotation, "as_device": as_device,
+                        "load_location": plain_cpu},
                        applicability="unsafe", fixer="device_string")
+
+
+def _compared_with_cpu(ctx, fn, name: str) -> bool:
+    """Does ``fn`` compare its parameter ``name`` with ``"cpu"`` (``==``, ``!=``)?"""
+    for n in ctx.walk(fn):
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Eq, ast.NotEq)):
+            pair = (n.left, n.comparators[0])
+            if any(isinstance(a, ast.Name) and a.id == name and isinstance(b, ast.Constant) and b.value == "cpu"
+                   for a, b in (pair, pair[::-1])):
+                return True
+    return False
 
 
 def _passes_none(ctx, fn, arg) -> ast.Call | None:

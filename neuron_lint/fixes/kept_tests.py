@@ -97,6 +97,27 @@ def _cuda_arm(ctx, node: ast.AST) -> list | None:
         return list(parent.body)
     if isinstance(parent, ast.IfExp) and parent.test is child:
         return [parent.body]
+    return _skipped_unless(ctx, child, parent)
+
+
+_SKIP_IF = frozenset({"skipif", "skipIf"})
+
+
+def _skipped_unless(ctx, test: ast.AST, parent) -> list | None:
+    """The body of the test function a skip decorator runs only where ``test`` (an availability check)
+    holds: ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(
+    torch.cuda.is_available(), ...)`` (mmdetection3d's NMS tests, read set 71); else None."""
+    negated = isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+    if negated:
+        test, parent = parent, ctx.parent(parent)
+    if not (isinstance(parent, ast.Call) and parent.args and parent.args[0] is test):
+        return None
+    name = getattr(parent.func, "attr", getattr(parent.func, "id", ""))
+    if not (name in _SKIP_IF and negated or name == "skipUnless" and not negated):
+        return None
+    fn = ctx.parent(parent)
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent in fn.decorator_list and fn.body:
+        return list(fn.body)
     return None
 
 

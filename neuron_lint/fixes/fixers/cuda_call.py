@@ -234,8 +234,8 @@ def _built_by_own_cuda_class(ctx, receiver) -> str:
     root = project_root(ctx.path)
     own = _classes_with_own_cuda(root) if root else frozenset()
     found = next((n for n in sorted(names) if n in own), "")
-    if found or any(n[:1].isupper() for n in names):
-        return found  # built by a class the project does not give its own `cuda()`
+    if found or any(dotted(c.func)[-1:] not in (["copy"], ["deepcopy"]) for c in made):
+        return found  # built by something else (a class without its own `cuda()`, `torch.from_numpy`)
     # made elsewhere (a parameter, a copy): a name that ends the way such a class's name ends
     # (XLM's `self.embedder = copy.deepcopy(self._embedder)`, a `SentenceEmbedder`, set 68)
     words = name_words(wanted.rpartition(".")[2])
