@@ -660,6 +660,31 @@ def test_a_device_string_a_test_expects_back_is_left_as_data():
     assert 'cfg.device == "cuda:1"' in note
 
 
+def test_a_kept_cuda_skip_keeps_its_test_and_no_other():
+    # mmdetection3d's NMS tests (set 71): under a CUDA skip that stays, the test runs on CUDA only, so a
+    # rewrite there changes nothing on CUDA and runs nowhere else; the other tests of its class are
+    # not held back with it
+    src = """
+        import unittest
+
+        import torch
+
+
+        class TestOps(unittest.TestCase):
+            @unittest.skipUnless(torch.cuda.is_available(), "requires CUDA")
+            def test_on_gpu(self):
+                x = torch.ones(2).cuda()
+                self.assertEqual(x.sum().item(), 2)
+
+            def test_anywhere(self):
+                y = torch.ones(3).cuda()
+                self.assertEqual(y.sum().item(), 3)
+    """
+    fixed = fix_all(src, "tests/test_ops.py", unsafe_fixes=True)
+    assert "x = torch.ones(2).cuda()" in fixed
+    assert "y = torch.ones(3).to(" in fixed
+
+
 # ---------------------------------------------------------------- device lists and defaults (issue 11)
 DEVICE_LIST = """
     import torch

@@ -37,11 +37,13 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
         if any(_within(f, t) for t in rewritten):
             continue
         arm = _cuda_arm(ctx, node)
-        for arm in [arm] if arm is not None else _flag_arms(ctx, node):
+        skipped = None if arm is not None else _skipped_unless(ctx, node)
+        for arm in [arm] if arm is not None else [skipped] if skipped is not None else _flag_arms(ctx, node):
             first, last = ctx.span(arm[0]), ctx.span(arm[-1])
             area = (first[0], first[1], last[2], last[3], f.line, ctx.segment(node).splitlines()[0][:60])
             areas.append(area)
-            if f.code == "NRN203" and any(g.code in _PLACING and _within(g, area) for g in findings):
+            # (a skipped test is a whole of its own: the other tests of its class are not beside it)
+            if f.code == "NRN203" and skipped is None and any(g.code in _PLACING and _within(g, area) for g in findings):
                 # what an availability check places stays on the CPU on Trainium: so does every placement
                 # of its class (or function)
                 scope = _scope(ctx, node)
@@ -86,7 +88,8 @@ def _scope(ctx, node: ast.AST) -> tuple | None:
 def _cuda_arm(ctx, node: ast.AST) -> list | None:
     """The statements (or the expression, in a list) that run when the test at ``node`` holds: the body
     of the ``if`` it is the test of (alone or in an ``and``), or the first arm of a conditional
-    expression; None for any other place (a negated test, a skip, a flag)."""
+    expression; None for any other place (a negated test, a skip, a flag: :func:`_skipped_unless`,
+    :func:`_flag_arms`)."""
     child = node
     parent = ctx.parent(child)
     if isinstance(parent, ast.Call) and parent.func is child:  # `torch.cuda.is_available` -> its call
@@ -97,16 +100,19 @@ def _cuda_arm(ctx, node: ast.AST) -> list | None:
         return list(parent.body)
     if isinstance(parent, ast.IfExp) and parent.test is child:
         return [parent.body]
-    return _skipped_unless(ctx, child, parent)
+    return None
 
 
 _SKIP_IF = frozenset({"skipif", "skipIf"})
 
 
-def _skipped_unless(ctx, test: ast.AST, parent) -> list | None:
-    """The body of the test function a skip decorator runs only where ``test`` (an availability check)
-    holds: ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(
+def _skipped_unless(ctx, node: ast.AST) -> list | None:
+    """The body of the test function a skip decorator runs only where the availability check at
+    ``node`` holds: ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(
     torch.cuda.is_available(), ...)`` (mmdetection3d's NMS tests, read set 71); else None."""
+    test, parent = node, ctx.parent(node)
+    if isinstance(parent, ast.Call) and parent.func is test:  # `torch.cuda.is_available` -> its call
+        test, parent = parent, ctx.parent(parent)
     negated = isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
     if negated:
         test, parent = parent, ctx.parent(parent)
