@@ -122,8 +122,9 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
     if ctx is not None:  # a device guard keeps its fix only with everything it decides
         # (what an unselected rule found is not fixed in this run: it keeps the guard), and what a
         # CUDA test that stays decides stays with it
-        findings = keep_decided(ctx, findings, nodes, walked_only)
-        findings = settle_guards([replace(f, fix=None) if f.code not in codes else f for f in findings])
+        planned = [replace(f, fix=None) if f.code not in codes else f
+                   for f in keep_decided(ctx, findings, nodes, walked_only)]
+        findings = _keep_what_settled_tests_decide(ctx, planned, settle_guards(planned), nodes, codes)
     if walked_only:
         findings = [f for f in findings if f.code in codes]
     if findings or directives is not None:  # nothing found and no NRN901: nothing to filter
@@ -310,3 +311,23 @@ def _check_notebook(data: bytes, shown: str, settings: Settings, catalog: Catalo
     result.files_checked = 1
     result.files_skipped = 0 if parsed else 1
     return result
+
+
+def _keep_what_settled_tests_decide(ctx, planned: list, findings: list, nodes: list, codes) -> list:
+    """A test that settling kept because something it guards has no fix at all (EasyNMT's
+    ``"cuda:{}".format(i)`` under its ``torch.cuda.is_available()``, read set 72) keeps the rest of
+    what it decides too (its GPU count), as the tests kept while planning do. A test kept only
+    because a fix under it is unsafe and it is safe is no such test: with ``--unsafe-fixes`` the
+    two go together. ``planned``: the findings before settling, ``findings``: after. Settled again
+    when that drops a fix."""
+    from ..fixes.kept_tests import keep_decided
+
+    # what settling gives when every fix counts as unsafe: the tests it keeps then stay whatever the run
+    unsafe = [replace(f, fix=replace(f.fix, applicability="unsafe")) if f.fix is not None else f for f in planned]
+    lasting = settle_guards(unsafe)
+    view = [f if f.fix is not None or g.fix is None else g for f, g in zip(findings, lasting)]
+    again = keep_decided(ctx, view, nodes, {id(f) for f in view if f.code not in codes})
+    if all(a is b for a, b in zip(again, view)):
+        return findings
+    return settle_guards([f if a is v else a for f, a, v in zip(findings, again, view)])
+
