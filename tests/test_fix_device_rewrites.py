@@ -660,6 +660,35 @@ def test_a_device_string_a_test_expects_back_is_left_as_data():
     assert 'cfg.device == "cuda:1"' in note
 
 
+def test_a_test_named_for_the_gpu_or_faking_cuda_keeps_its_cuda_device():
+    # tnt's tests (set 72): `test_get_gpu_stats` hands `cuda:0` to an nvidia-smi reader, and a test
+    # that patches `torch.cuda.Stream` hands it to a CUDA prefetcher; on a CPU host `cpu:0` failed both
+    src = """
+        from unittest.mock import patch
+
+        import torch
+
+
+        def test_get_gpu_stats():
+            device = torch.device("cuda:0")
+            assert read_stats(device)
+
+
+        @patch("torch.cuda.Stream")
+        def test_prefetcher(mock_stream):
+            device = torch.device("cuda:0")
+            assert make_prefetcher(device)
+
+
+        def test_anywhere():
+            device = torch.device("cuda:0")
+            assert torch.ones(2, device=device).sum() == 2
+    """
+    fixed = fix_all(src, "tests/test_stats.py", unsafe_fixes=True)
+    assert fixed.count('torch.device("cuda:0")') == 2
+    assert "def test_anywhere():\n    device = torch.device(\"cuda:0\")" not in fixed
+
+
 def test_a_kept_cuda_skip_keeps_its_test_and_no_other():
     # mmdetection3d's NMS tests (set 71): under a CUDA skip that stays, the test runs on CUDA only, so a
     # rewrite there changes nothing on CUDA and runs nowhere else; the other tests of its class are
@@ -1501,7 +1530,7 @@ FAKED_GPU = """
     import torch as th
 
 
-    def test_warn_ppo_gpu(model_factory):
+    def test_warn_ppo_on_device(model_factory):
         model = model_factory()
         # Pretend to be on the GPU
         model.device = th.device("cuda")
@@ -1514,6 +1543,7 @@ FAKED_GPU = """
 def test_a_device_a_test_sets_on_an_object_to_pretend_it_is_on_a_gpu_stays_cudas():
     # stable-baselines3's test_run.py (set 41): with the current device, a CPU-only host no longer
     # pretended, the warning was not raised and the test failed; the tensor it makes still moves
+    # (the test renamed here: one named for the GPU keeps all its CUDA code, tnt's, set 72)
     fixed = fix_all(FAKED_GPU, "tests/test_run.py")
     assert 'model.device = th.device("cuda")' in fixed and 'device="cuda")' not in fixed, fixed
     assert any("pretends to be on a GPU" in n for n in notes(FAKED_GPU, "tests/test_run.py", select=("NRN2",)))

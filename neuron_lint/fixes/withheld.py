@@ -306,15 +306,29 @@ def cuda_test(ctx, node: ast.AST) -> str:
         return ""
     for p in ctx.ancestors(node):
         if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and p.name.startswith("test"):
-            if "cuda" in p.name.lower().split("_"):
+            if {"cuda", "gpu", "gpus", "nvidia"} & set(p.name.lower().split("_")):
+                # (tnt's `test_get_gpu_stats`, `test_get_process_group_backend_gpu`, read set 72)
                 return f"the test's name, `{p.name}`, says it tests CUDA"
             for dec in p.decorator_list:
                 target = dec.func if isinstance(dec, ast.Call) else dec
                 if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute)
                         and target.value.attr == "mark" and "cuda" in target.attr.lower()):
                     return f"the test is marked `@{ctx.segment(target)}`"
+                faked = _patched_cuda(dec)
+                if faked:  # tnt's `@patch("torch.cuda.Stream")` beside a `cuda:0` device (set 72)
+                    return f"the test replaces `{faked}` (`@{ctx.segment(target)}`): it fakes CUDA"
             return ""
     return ""
+
+
+def _patched_cuda(decorator) -> str:
+    """The ``torch.cuda`` name a ``@patch("torch.cuda....")`` / ``@mock.patch(...)`` decorator replaces, or ``""``."""
+    if not (isinstance(decorator, ast.Call) and decorator.args and isinstance(decorator.args[0], ast.Constant)):
+        return ""
+    func = decorator.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    target = decorator.args[0].value
+    return target if name == "patch" and isinstance(target, str) and target.startswith("torch.cuda.") else ""
 
 
 _MISSING_API = {"AttributeError", "ImportError", "ModuleNotFoundError", "NameError"}
