@@ -320,8 +320,6 @@ def _keep_what_settled_tests_decide(ctx, planned: list, findings: list, nodes: l
     because a fix under it is unsafe and it is safe is no such test: with ``--unsafe-fixes`` the
     two go together. ``planned``: the findings before settling, ``findings``: after. Settled again
     when that drops a fix."""
-    from ..fixes.kept_tests import keep_decided
-
     # what settling gives when every fix counts as unsafe: the tests it keeps then stay whatever the run
     unsafe = [replace(f, fix=replace(f.fix, applicability="unsafe")) if f.fix is not None else f for f in planned]
     lasting = settle_guards(unsafe)

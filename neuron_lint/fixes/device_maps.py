@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 
-def _indexed_cuda(node) -> bool:
+def indexed_cuda(node) -> bool:
     """``"cuda:0"``, ``"cuda:" + str(k)`` or ``f"cuda:{k}"``."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         node = node.left
@@ -25,7 +25,7 @@ def _indexed_cuda(node) -> bool:
 def indexed_comparison(ctx, node: ast.AST) -> ast.Compare | None:
     """For an indexed CUDA device string ``node``: the comparison of its class (or module) that tests
     a device against one written by CUDA's name and index, or None."""
-    if not (isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr)) and _indexed_cuda(node)) and not (
+    if not (isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr)) and indexed_cuda(node)) and not (
             isinstance(node, ast.Constant) and node.value == "cuda:"):
         return None
     scope = next((p for p in ctx.ancestors(node) if isinstance(p, ast.ClassDef)), ctx.tree)
@@ -33,6 +33,6 @@ def indexed_comparison(ctx, node: ast.AST) -> ast.Compare | None:
     if id(scope) not in cache:
         cache[id(scope)] = next((n for n in ctx.walk(scope) if isinstance(n, ast.Compare)
                                  and all(isinstance(op, (ast.Eq, ast.NotEq)) for op in n.ops)
-                                 and any(_indexed_cuda(o) for o in (n.left, *n.comparators))
+                                 and any(indexed_cuda(o) for o in (n.left, *n.comparators))
                                  and not all(isinstance(o, ast.Constant) for o in (n.left, *n.comparators))), None)
     return cache[id(scope)]

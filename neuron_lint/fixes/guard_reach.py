@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .device_maps import indexed_cuda
 from .load_locations import loads_with
 
 _CUDA_TENSOR_TYPE = re.compile(r"torch\.cuda\.[A-Za-z]*Tensor")
@@ -269,15 +270,10 @@ def compared_as_cuda(ctx, literal) -> list:
 
 
 def _names_cuda(node) -> bool:
-    """``"cuda"``, or a CUDA device written with its index: ``"cuda:0"``, ``"cuda:" + str(k)`` (the
+    """``"cuda"``, or a CUDA device written with its index (:func:`.device_maps.indexed_cuda`: the
     model-parallel blocks of Hugging Face's older models compare ``"cuda:" + str(k) !=
-    self.last_device``, CodeGen's among them, read set 69), ``f"cuda:{k}"``."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        node = node.left
-    elif isinstance(node, ast.JoinedStr) and node.values:
-        node = node.values[0]
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-        node.value == "cuda" or node.value.startswith("cuda:"))
+    self.last_device``, CodeGen's among them, read set 69)."""
+    return (isinstance(node, ast.Constant) and node.value == "cuda") or indexed_cuda(node)
 
 
 def _places(ctx, test) -> bool:
