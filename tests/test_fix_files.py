@@ -338,6 +338,22 @@ def test_flake8_and_isort_line_lengths_are_the_projects_too(tmp_path, name, text
     assert max(len(line) for line in fixed.splitlines()) <= 100, fixed
 
 
+@pytest.mark.parametrize("hook,expected", [
+    ("-   repo: https://github.com/psf/black\n    rev: 23.7.0\n    hooks:\n    - id: black\n", 88),
+    ("- repo: https://github.com/psf/black\n  hooks:\n    - id: black\n      args: [--line-length=100]\n"
+     "- repo: https://github.com/pycqa/flake8\n  hooks:\n    - id: flake8\n", 100),
+    ("- repo: https://github.com/pycqa/flake8\n  hooks:\n    - id: flake8\n", 110),
+])
+def test_a_formatter_run_by_pre_commit_decides_before_flake8(tmp_path, hook, expected):
+    # theseus (set 74): flake8 allows 100, but pre-commit and CI run black at its default 88;
+    # wrapped at 100, four fixed files failed `black --check`
+    from neuron_lint.fixes.line_length import line_length_of
+
+    (tmp_path / "setup.cfg").write_text("[flake8]\nmax-line-length = 110\n")
+    (tmp_path / ".pre-commit-config.yaml").write_text("repos:\n" + hook)
+    assert line_length_of(str(tmp_path)) == expected
+
+
 def test_inserted_definitions_follow_the_indentation_most_of_the_file_uses():
     """RWKV-v8's layers (held out) indent one helper with tabs and everything else with spaces;
     LibCST takes the first indented block's tabs, and the inserted DEVICE block was tab-indented."""

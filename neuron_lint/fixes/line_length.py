@@ -5,8 +5,8 @@ The nearest ``ruff.toml``/``.ruff.toml`` (``line-length``) or ``pyproject.toml``
 ``pyproject.toml`` gives neither, its yapf ``column_limit``, isort ``line_length`` or pylint
 ``max-line-length``); in a folder with neither,
 flake8's ``max-line-length`` (``.flake8``, ``setup.cfg``, ``tox.ini``) or isort's ``line_length``
-(``.isort.cfg``, ``setup.cfg``: detectron2 keeps 100 there); 88 (ruff's and black's default) when
-none says.
+(``.isort.cfg``, ``setup.cfg``: detectron2 keeps 100 there), unless the folder's pre-commit runs black
+or ruff-format (their ``--line-length``, else 88); 88 (ruff's and black's default) when none says.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import re
 from functools import lru_cache
 
 DEFAULT_LINE_LENGTH = 88
@@ -152,7 +153,36 @@ def line_length_of(directory: str) -> int:
                 return other
             if "ruff" in tool or "black" in tool:
                 return DEFAULT_LINE_LENGTH
-        found = _ini_line_length(here)
+        found = _precommit_formatter_length(here) or _ini_line_length(here)
         if found:
             return found
     return DEFAULT_LINE_LENGTH
+
+
+#: A black or ruff-format hook in ``.pre-commit-config.yaml``, and a line length among its arguments.
+_FORMATTER_HOOK = re.compile(r"^\s*-?\s*id:\s*(?:black|black-jupyter|ruff-format)\s*$", re.MULTILINE)
+_LENGTH_ARG = re.compile(r"(?:--line-length|-l)[= ]+(\d+)")
+
+
+def _precommit_formatter_length(directory: str) -> int | None:
+    """The line length of a black (or ruff-format) hook that the folder's ``.pre-commit-config.yaml``
+    runs, where no ``pyproject.toml`` configures it: its ``--line-length`` argument, else the
+    formatter's 88. It comes before flake8's ``max-line-length``, which projects set looser than
+    their formatter (theseus: flake8 100, black at 88 in pre-commit and CI, read set 74); None
+    without such a hook."""
+    path = os.path.join(directory, ".pre-commit-config.yaml")
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > _LIMIT:
+            return None
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    hook = _FORMATTER_HOOK.search(text)
+    if hook is None:
+        return None
+    # the arguments of that hook: up to the next `- id:` or `- repo:`
+    rest = text[hook.end():]
+    end = re.search(r"^\s*-\s*(?:id|repo):", rest, re.MULTILINE)
+    arg = _LENGTH_ARG.search(rest[:end.start()] if end else rest)
+    return _valid(int(arg.group(1))) if arg else DEFAULT_LINE_LENGTH
