@@ -23,7 +23,7 @@ from ..errors import ParseError
 from ..fixes import plan_fix
 from ..fixes.guard_settle import BLOCKING_FAMILIES
 from ..fixes.guard_settle import settle as settle_guards
-from ..fixes.kept_tests import keep_decided
+from ..fixes.kept_tests import TEST_CODES, keep_decided
 from ..fixes.plan import PlanContext
 from ..io.notebook import (
     NotebookError,
@@ -320,6 +320,9 @@ def _keep_what_settled_tests_decide(ctx, planned: list, findings: list, nodes: l
     because a fix under it is unsafe and it is safe is no such test: with ``--unsafe-fixes`` the
     two go together. ``planned``: the findings before settling, ``findings``: after. Settled again
     when that drops a fix."""
+    if not any(p.fix is not None and f.fix is None and f.code in TEST_CODES
+               for p, f in zip(planned, findings)):
+        return findings  # settling kept no CUDA test (most files): nothing more to do
     # what settling gives when every fix counts as unsafe: the tests it keeps then stay whatever the run
     unsafe = [replace(f, fix=replace(f.fix, applicability="unsafe")) if f.fix is not None else f for f in planned]
     lasting = settle_guards(unsafe)

@@ -106,21 +106,6 @@ def _extension_names(ctx) -> set[str]:
     return found
 
 
-def _aliased_cuda_modules(ctx) -> set[str]:
-    """Names a module-level import binds to a module named as CUDA-only code under another name:
-    OpenPCDet's ``from . import pointnet2_batch_cuda as pointnet2`` (its compiled extension)."""
-    found = ctx.__dict__.get("_nrn_aliased_cuda")
-    if found is None:
-        found = set()
-        for stmt in ctx.tree.body:
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                for alias in stmt.names:
-                    if alias.asname and _cuda_only_part(alias.name.rpartition(".")[2]):
-                        found.add(alias.asname)
-        ctx.__dict__["_nrn_aliased_cuda"] = found
-    return found
-
-
 def _imported_cuda_names(ctx) -> set[str]:
     """Names the module's top-level imports (also under a top-level ``try`` or ``if``) bind to code
     named as CUDA-only: s4's ``from extensions.kernels.vandermonde import log_vandermonde_cuda``,
@@ -196,7 +181,10 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
     name = ".".join(written)
     if qual[:2] == ["torch", "_C"] and len(qual) == 3 and qual[2].startswith("_cuda"):
         return f"`{name}`, a private CUDA binding (missing, or about CUDA only, in a torch built without CUDA)"
-    if written[0] in _extension_names(ctx) or written[0] in _aliased_cuda_modules(ctx):
+    if written[0] in _extension_names(ctx) or (written[0] in _imported_cuda_names(ctx)
+                                               and not _cuda_only_part(written[0])):
+        # (the second: a module imported under another name, OpenPCDet's
+        # `from . import pointnet2_batch_cuda as pointnet2`)
         return f"`{name}`, a compiled extension"
     if written[0] in _cuda_library_names(ctx):
         return f"`{name}`, defined with a CUDA-only library (the `try` that imports it)"

@@ -12,22 +12,20 @@ from __future__ import annotations
 
 import ast
 
+from .device_forms import literal_kind
+
 
 def indexed_cuda(node) -> bool:
-    """``"cuda:0"``, ``"cuda:" + str(k)`` or ``f"cuda:{k}"``."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        node = node.left
-    elif isinstance(node, ast.JoinedStr) and node.values:
-        node = node.values[0]
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda:")
+    """``"cuda:0"``, ``f"cuda:{k}"``, ``"cuda:{}".format(k)``, ``"cuda:%d" % k`` or ``"cuda:" + str(k)``
+    (:func:`.device_forms.literal_kind`)."""
+    return literal_kind(node) in ("indexed", "fstring", "format")
 
 
 def indexed_comparison(ctx, node: ast.AST) -> ast.Compare | None:
     """For an indexed CUDA device string ``node``: the comparison of its class (or module) that tests
     a device against one written by CUDA's name and index, or None."""
-    if not (isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr)) and indexed_cuda(node)) and not (
-            isinstance(node, ast.Constant) and node.value == "cuda:"):
-        return None
+    if not indexed_cuda(node) and not (isinstance(node, ast.Constant) and node.value == "cuda:"):
+        return None  # (a finding of `"cuda:" + str(k)` is at its `"cuda:"`)
     scope = next((p for p in ctx.ancestors(node) if isinstance(p, ast.ClassDef)), ctx.tree)
     cache = ctx.__dict__.setdefault("_nrn_indexed_compares", {})
     if id(scope) not in cache:

@@ -19,7 +19,7 @@ import ast
 from dataclasses import replace
 
 #: The findings whose kept test keeps its code: availability checks and CUDA comparisons.
-_TESTS = ("NRN203", "NRN211")
+TEST_CODES = ("NRN203", "NRN211")
 
 
 def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
@@ -30,7 +30,7 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
     # `'cuda' if 'cuda' in device else 'cpu'`, whose `in` has no rewrite of its own)
     rewritten = [g.fix.target for g in findings if g.fix is not None and len(g.fix.target) >= 4]
     for f, node in zip(findings, nodes):
-        if f.fix is not None or not f.fix_note or id(f) in walked_only or f.code not in _TESTS:
+        if f.fix is not None or not f.fix_note or id(f) in walked_only or f.code not in TEST_CODES:
             continue
         if f.code == "NRN203" and not f.message.startswith("`torch.cuda.is_available`"):
             continue

@@ -9,6 +9,7 @@ build output, at most ``MAX_FILES`` of them and none above ``MAX_BYTES``: what
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Callable, Iterator
 
@@ -25,6 +26,12 @@ def project_root(path: str) -> str | None:
         folder = os.path.dirname(os.path.abspath(path))
     except (OSError, ValueError):
         return None
+    return _root_of(folder)
+
+
+@functools.lru_cache(maxsize=256)
+def _root_of(folder: str) -> str | None:
+    """:func:`project_root` of the files in ``folder`` (asked for each `.cuda()` of a file: once)."""
     while True:
         if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
             return folder
