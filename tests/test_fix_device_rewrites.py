@@ -1525,6 +1525,26 @@ def test_cuda_of_an_object_named_like_a_project_class_with_its_own_cuda_is_kept(
     assert "self.model.to(" in fixed
 
 
+
+def test_cuda_of_a_batch_item_keyed_like_a_project_class_with_its_own_cuda_is_kept(tmp_path):
+    # SparseConvNet (set 77): `batch['input']` is an `InputLayerInput` (no nn.Module: `cuda()`, no
+    # `to()`), so `.to(...)` raised AttributeError on CUDA at the first batch; the target is a tensor
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "io_layers.py").write_text(
+        "class InputLayerInput(object):\n    def cuda(self):\n        self.x[1] = self.x[1].cuda()\n"
+        "        return self\n")
+    src = """
+        def train(model, dataset, use_cuda):
+            for batch in dataset:
+                if use_cuda:
+                    batch['input'] = batch['input'].cuda()
+                    batch['target'] = batch['target'].cuda()
+                model(batch['input'])
+    """
+    fixed = fix_all(src, str(tmp_path / "train.py"))
+    assert "batch['input'] = batch['input'].cuda()" in fixed
+    assert "batch['target'] = batch['target'].to(" in fixed
+
 FAKED_GPU = """
     import pytest
     import torch as th

@@ -7,9 +7,10 @@ from __future__ import annotations
 import ast
 import fnmatch
 import functools
+import re
 
 from .cuda_runtimes import SIMULATORS, cuda_runtime, imported_root, runtime_branch
-from .process_group import fixed_backends, gloo_group
+from .process_group import fixed_backends, gloo_group, nccl_parameter
 
 #: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the
 #: methods of a project's subclass of one of their classes.
@@ -21,6 +22,9 @@ _CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kerne
                     "fused*", "*Fused*", "*_fused*",
                     # CUDA-only libraries (NRN6xx): a guard that opens them is the right question there
                     "*bitsandbytes*", "bnb", "*xformers*", "xops", "flash_attn*", "apex")
+#: The patterns as one expression (``fnmatch`` pattern by pattern is asked tens of thousands of times
+#: per project, for each node a device guard decides).
+_CUDA_ONLY_PART = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in _CUDA_ONLY_PARTS))
 #: ``torch.nn.parallel`` (and mmcv.parallel, after it) spreading data over GPUs: ``torch._C._scatter``,
 #: ``_broadcast_coalesced`` and the rest exist in CUDA builds only.
 _REPLICATION = frozenset({"scatter", "scatter_kwargs", "gather", "broadcast", "broadcast_coalesced", "reduce_add",
@@ -130,7 +134,7 @@ def _imported_cuda_names(ctx) -> set[str]:
 
 def _cuda_only_part(part: str) -> bool:
     """Is ``part``, one component of a dotted name, one of :data:`_CUDA_ONLY_PARTS`?"""
-    return any(fnmatch.fnmatchcase(part, p) for p in _CUDA_ONLY_PARTS)
+    return _CUDA_ONLY_PART.match(part) is not None
 
 
 def _cuda_library(module: str) -> bool:
@@ -209,7 +213,16 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
 def cuda_only_node(ctx, n: ast.AST) -> str:
     """What makes ``n``, a node of code a device guard decides, run only on CUDA (for the guard's
     note, with its line), or ``""``: a CUDA-only call (:func:`cuda_only_call`; ``.cuda()`` is not one,
-    NRN201 rewrites it), ``torch.load`` without ``map_location``, an optional import, Inductor."""
+    NRN201 rewrites it), ``torch.load`` without ``map_location``, an optional import, Inductor.
+    Kept per node: each finding of a guard asks about the same code again."""
+    known = ctx.__dict__.setdefault("_nrn_cuda_only_nodes", {})
+    found = known.get(id(n))
+    if found is None:
+        found = known[id(n)] = _cuda_only_node(ctx, n)
+    return found
+
+
+def _cuda_only_node(ctx, n: ast.AST) -> str:
     from .module_kind import optional_import
     from .own_extension import AOT_INDUCTOR
 
@@ -219,6 +232,9 @@ def cuda_only_node(ctx, n: ast.AST) -> str:
             return f"{what} on line {n.lineno}"
         if ctx.qualname(n.func) in AOT_INDUCTOR:  # TorchServe's AOTInductor examples (set 57)
             return f"`{ctx.segment(n.func)}` on line {n.lineno} (AOTInductor compiles for the CPU and GPUs only)"
+        if (line := nccl_parameter(ctx, n)):  # pytext's `dist_init(..., backend="nccl")`
+            return (f"`{ctx.segment(n.func)}` on line {n.lineno}, with a backend parameter that defaults to "
+                    f"\"nccl\" (line {line}), CUDA's own")
         if ctx.qualname(n.func) == "torch.load" and len(n.args) < 2 and not any(
                 k.arg in ("map_location", None) for k in n.keywords):
             # fairseq's vocoder: `torch.load(path)` under the guard, `map_location="cpu"` after

@@ -140,3 +140,36 @@ def keyed_table(ctx, node) -> str:
                     "device as its key, CUDA's entry would stand for Trainium (and collide with the CPU's on a "
                     "CPU-only host). Give the table an entry for the `neuron` device by hand")
     return ""
+
+
+def kernel_dispatch(ctx, node: ast.AST):
+    """``(line, what)`` when the function around ``node`` sends tensors to its kernels by ``is_cuda``
+    and the CUDA arm calls CUDA-only code (mmaction's ``nms``: ``dets_th.is_cuda`` picks
+    ``nms_cuda.nms``, else ``nms_cpu.nms``, set 77), else None. A device it names is where those
+    tensors go: placed on Trainium, they would not be ``is_cuda`` and would reach the CPU kernel,
+    which reads host memory."""
+    fn = ctx.enclosing_function(node)
+    if fn is None or isinstance(fn, ast.Lambda):
+        return None
+    known = ctx.__dict__.setdefault("_nrn_kernel_dispatch", {})
+    if id(fn) not in known:
+        known[id(fn)] = _kernel_arm(ctx, fn)
+    return known[id(fn)]
+
+
+def _kernel_arm(ctx, fn):
+    from .cuda_only import cuda_only_node
+
+    for n in ctx.walk(fn):
+        if not isinstance(n, ast.If):
+            continue
+        test, arm = n.test, n.body
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, arm = test.operand, n.orelse
+        if not (isinstance(test, ast.Attribute) and test.attr == "is_cuda"):
+            continue
+        for stmt in arm:
+            what = next((w for m in ctx.walk(stmt) if (w := cuda_only_node(ctx, m))), "")
+            if what:
+                return n.lineno, what
+    return None

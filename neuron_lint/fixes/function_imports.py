@@ -20,7 +20,6 @@ _INDENTED_IMPORT = re.compile(r"^[ \t]+(?:import|from)[ \t]", re.MULTILINE)
 class FunctionImports:
     def __init__(self, ctx) -> None:
         self._ctx = ctx
-        self._by_function: dict[int, dict[str, str]] = {}
         self._known: dict[int, str | None] = {}  # the fixers ask about the same nodes again and again
 
     def qualname(self, node) -> str | None:
@@ -47,36 +46,52 @@ class FunctionImports:
     @cached_property
     def names(self) -> frozenset[str]:
         """The names some function of the module binds by an import of its own."""
-        ctx = self._ctx
-        if not _INDENTED_IMPORT.search(ctx.text):
-            return frozenset()  # every import at the left margin: none is a function's
-        return frozenset(a.asname or a.name.split(".")[0] for n in ctx.walk(ctx.tree)
-                         if isinstance(n, (ast.Import, ast.ImportFrom)) and ctx.enclosing_function(n) is not None
-                         for a in n.names)
+        return frozenset(name for _, bound in self._importing for name in bound)
+
+    @cached_property
+    def _importing(self) -> list[tuple[ast.AST, dict[str, str]]]:
+        """Each function with imports of its own, with what they bind (those of the classes and
+        blocks in it included, not those of the functions nested in it)."""
+        if not _INDENTED_IMPORT.search(self._ctx.text):
+            return []  # every import at the left margin: none is a function's
+        found = []
+        todo: list[tuple[ast.AST, dict | None]] = [(stmt, None) for stmt in self._ctx.tree.body]
+        while todo:  # statements only: an import is one, so no expression is ever walked
+            node, bound = todo.pop()
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                if bound is not None:
+                    _bind(node, bound)
+                continue
+            if isinstance(node, _FUNCTIONS):
+                bound = {}
+                found.append((node, bound))
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                block = getattr(node, name, None)
+                if isinstance(block, list):
+                    todo += [(child, bound) for child in block]
+        return [(fn, bound) for fn, bound in found if bound]
 
     def binding(self, name: ast.Name) -> str | None:
         """The qualified name the import of the innermost function around ``name`` that imports it
-        binds it to, or None."""
-        for fn in self._ctx.ancestors(name):
-            if isinstance(fn, _FUNCTIONS):
-                found = self._of(fn).get(name.id)
-                if found:
-                    return found
-        return None
-
-    def _of(self, fn) -> dict[str, str]:
-        found = self._by_function.get(id(fn))
-        if found is None:
-            found = self._by_function[id(fn)] = {}
-            for n in self._ctx.walk(fn):
-                if isinstance(n, ast.Import) and self._ctx.enclosing_function(n) is fn:
-                    for a in n.names:  # `import a.b` binds `a`; `import a.b as c` binds `c` to `a.b`
-                        found[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-                elif (isinstance(n, ast.ImportFrom) and n.module and not n.level
-                      and self._ctx.enclosing_function(n) is fn):
-                    for a in n.names:
-                        found[a.asname or a.name] = f"{n.module}.{a.name}"
+        binds it to, or None (found by position: no parent is looked up)."""
+        at = (name.lineno, name.col_offset)
+        best, found = None, None
+        for fn, bound in self._importing:
+            if name.id in bound and (fn.lineno, fn.col_offset) <= at <= (fn.end_lineno, fn.end_col_offset) \
+                    and (best is None or (fn.lineno, fn.col_offset) > best):
+                best, found = (fn.lineno, fn.col_offset), bound[name.id]
         return found
+
+
+def _bind(node: ast.Import | ast.ImportFrom, bound: dict[str, str]) -> None:
+    """Add what one import statement binds to ``bound``: ``import a.b`` binds ``a``, ``import a.b
+    as c`` binds ``c`` to ``a.b``, ``from a import b`` binds ``b`` to ``a.b`` (relative ones: nothing)."""
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+    elif node.module and not node.level:
+        for a in node.names:
+            bound[a.asname or a.name] = f"{node.module}.{a.name}"
 
 
 def torch_only_in_functions(tree: ast.Module, function_names: frozenset[str]) -> bool:

@@ -400,9 +400,10 @@ def cuda_extension_import(ctx) -> tuple[str, int] | None:
     """A compiled extension named for CUDA that the module imports anywhere, in a function too
     (Megatron's fused-kernel tests: ``import scaled_masked_softmax_cuda``; apex's ``xentropy_cuda``
     in lightning-thunder's notebook; set 57): (its name, the line), or None."""
-    if "_cuda" not in ctx.text or not _CUDA_EXTENSION_IMPORT.search(ctx.text):  # (`is_cuda` is everywhere)
-        return None
     if "_nrn_cuda_extension" not in ctx.__dict__:  # asked for every finding: read once
+        ctx.__dict__["_nrn_cuda_extension"] = None
+        if "_cuda" not in ctx.text or not _CUDA_EXTENSION_IMPORT.search(ctx.text):  # (`is_cuda` is everywhere)
+            return None
         found = []
         for n in ctx.walk(ctx.tree):
             names = ([a.name for a in n.names] if isinstance(n, ast.Import)

@@ -222,7 +222,8 @@ def _compiling_modules(root: str) -> dict[str, str]:
     found = {}
     for file, data in python_files(root, lambda parts, name: name != "setup.py"
                                    and not is_test_path(os.path.join(*parts, name))):
-        source = _cuda_source(data) if _JIT.search(data) and _CUDA_SOURCE.search(data) else ""
+        source = (_cuda_source(data) if b"cpp_extension" in data and _JIT.search(data) and _CUDA_SOURCE.search(data)
+                  else "")
         if source:
             found[os.path.abspath(file)] = source
     return found

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..config.settings import Settings
-from ..engine.parents import TreeParents
+from ..engine.parents import TreeParents, walk_nodes
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
 from .function_imports import FunctionImports
@@ -142,7 +142,7 @@ class PlanContext:
         ask about the same functions and the same tree again for each finding."""
         found = self._walks.get(id(node))
         if found is None:
-            found = self._walks[id(node)] = list(ast.walk(node))
+            found = self._walks[id(node)] = walk_nodes(node)
         return found
 
     def parent(self, node: ast.AST) -> ast.AST | None:
@@ -442,3 +442,4 @@ def _module_definitions(ctx, name: str) -> int:
     """How many module-level ``name = <device definition>`` statements the module has."""
     return sum(1 for s in module_level(ctx.tree.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
                and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name and _is_device_definition(ctx, s.value))
+

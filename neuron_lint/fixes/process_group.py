@@ -73,6 +73,29 @@ def _backend_name(node: ast.AST) -> str:
     return name if name in _BACKEND_NAMES else ""
 
 
+#: Where each process-group call takes its backend: (position, keyword).
+_BACKEND_ARGUMENT = {"torch.distributed.init_process_group": 0, "torch.distributed.new_group": 2,
+                     "torch.distributed.distributed_c10d.init_process_group": 0,
+                     "torch.distributed.distributed_c10d.new_group": 2}
+
+
+def nccl_parameter(ctx, call: ast.Call) -> int:
+    """The line of the ``"nccl"`` default of the parameter that ``call``, a process group's setup,
+    is given as its backend (pytext's ``def dist_init(..., backend="nccl")``, then
+    ``init_process_group(backend=backend)``), else 0. NRN206 rewrites backends written in the
+    call; one that comes in as a parameter stays NCCL's, so the code around it stays CUDA's."""
+    position = _BACKEND_ARGUMENT.get(ctx.qualname(call.func) or "")
+    if position is None:
+        return 0
+    given = next((k.value for k in call.keywords if k.arg == "backend"),
+                 call.args[position] if len(call.args) > position else None)
+    fn = ctx.enclosing_function(call) if isinstance(given, ast.Name) else None
+    if fn is None or isinstance(fn, ast.Lambda):
+        return 0
+    return next((default.lineno for arg, default in parameter_defaults(fn.args) if arg.arg == given.id
+                 and isinstance(default, ast.Constant) and _backend_name(default) == "nccl"), 0)
+
+
 def fixed_backends(ctx) -> str:
     """``"NCCL, GLOO, MPI (line 43)"`` when the module accepts the process-group backends it lists and
     none is the Neuron device's (ignite's ``for name in [NCCL, GLOO, MPI]``, ``bnd in (NCCL, GLOO,
@@ -109,7 +132,7 @@ def nccl_asked(ctx) -> str:
     ``"nn/util.py:2122"``, or ``""``. With the backend rewritten, Trainium's group is the Neuron
     device's, that test says "not NCCL", and the collectives get CPU tensors."""
     data = ctx.text.encode("utf-8", "replace")
-    m = _ASKS_NCCL.search(data)
+    m = _ASKS_NCCL.search(data) if b"get_backend" in data else None
     if m:
         line = data.count(b"\n", 0, m.start()) + 1
         return f"line {line}"
@@ -126,7 +149,7 @@ def nccl_asked(ctx) -> str:
 @functools.lru_cache(maxsize=32)
 def _project_asks_nccl(root: str, top: str) -> str:
     for full, data in python_files(root, (lambda parts, name: parts[:1] == (top,)) if top else None):
-        m = _ASKS_NCCL.search(data)
+        m = _ASKS_NCCL.search(data) if b"get_backend" in data else None
         if m:
             line = data.count(b"\n", 0, m.start()) + 1
             return f"{os.path.relpath(full, root)}:{line}"
@@ -200,7 +223,10 @@ def nccl_code(ctx, node: ast.AST) -> str:
     (torchrl's ``vllm_nccl.py``, ``sglang_nccl.py``), or it imports an NCCL binding (vLLM's
     ``device_communicators.pynccl``, ``weight_transfer.nccl_engine``; ``cupy.cuda.nccl``) at its top,
     or in the class or function around ``node``. The devices there are what NCCL moves: CUDA's."""
-    if "nccl" not in ctx.text.lower():
+    said = ctx.__dict__.get("_nrn_says_nccl")
+    if said is None:  # asked for every finding of the module
+        said = ctx.__dict__["_nrn_says_nccl"] = "nccl" in ctx.text.lower()
+    if not said:
         return ""
     name = os.path.basename(getattr(ctx, "path", "") or "")
     if "nccl" in name.lower():

@@ -109,8 +109,9 @@ _MMCV_WRAPPERS = frozenset({"MMDistributedDataParallel", "MMDataParallel"})
 def mmcv_wrapper(ctx, node: ast.AST) -> str:
     """``MMDistributedDataParallel`` (``MMDataParallel``) when ``node`` is inside the arguments of a
     call building one (InternImage's ``MMDistributedDataParallel(model.cuda(), device_ids=[
-    torch.cuda.current_device()])``), else ``""``."""
-    if "MMD" not in ctx.text and "MMDataParallel" not in ctx.text:
+    torch.cuda.current_device()])``), or ``mmcv.parallel.scatter`` when it is in those of mmcv's
+    scatter, which the wrappers use; else ``""``."""
+    if "MMD" not in ctx.text and "MMDataParallel" not in ctx.text and "mmcv" not in ctx.text:
         return ""
     child = node
     for p in ctx.ancestors(node):
@@ -118,6 +119,9 @@ def mmcv_wrapper(ctx, node: ast.AST) -> str:
             name = p.func.attr if isinstance(p.func, ast.Attribute) else getattr(p.func, "id", "")
             if name in _MMCV_WRAPPERS:
                 return name
+            qual = (ctx.qualname(p.func) or "").split(".")
+            if qual[0] == "mmcv" and qual[-1] in ("scatter", "scatter_kwargs"):
+                return ".".join(qual)  # mmaction's eval hook: `scatter(collate(...), [torch.cuda.current_device()])`
         if isinstance(p, ast.stmt):
             return ""
         child = p

@@ -22,6 +22,7 @@
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
 - a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
+- a device named in a function that hands its tensors to its kernels by ``is_cuda`` (:func:`.device_dispatch.kernel_dispatch`);
 - a CUDA availability check in a project that builds its own C++/CUDA operators, or in a module that imports
   CPU-and-CUDA-only operators (TorchRec, PyG's; :mod:`.own_extension`) or uses what TorchNeuron's beta
   may not hold (``torch.sparse``...: :mod:`.unsupported_use`).
@@ -34,7 +35,7 @@ import ast
 from .cpu_path import cpu_path_note, gate
 from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
-from .device_dispatch import dispatch_branch
+from .device_dispatch import dispatch_branch, kernel_dispatch
 from .device_maps import indexed_comparison
 from .mocked import mocked_by_tests
 from .module_kind import is_str, is_test_path, module_level, named_test_without_tests, torch_imported_after
@@ -101,9 +102,9 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     cuda_code = hit.rule.category == "cuda-specific" and cuda_module_note(ctx, node)
     if cuda_code:
         return cuda_code
-    branch = hit.rule.category == "cuda-specific" and dispatch_branch(ctx, node)
-    if branch:
-        return _dispatch_note(*branch)
+    dispatched = hit.rule.category == "cuda-specific" and _dispatched(ctx, node)
+    if dispatched:
+        return dispatched
     named = hit.rule.category == "cuda-specific" and cuda_class(ctx, node)
     if named and "." in named:
         return (f"not rewritten: it is in `{named}`, the class's own `cuda()`, which moves its parts to CUDA "
@@ -154,8 +155,9 @@ def _decided_elsewhere(ctx, hit, node: ast.AST) -> str:
                 "test where CUDA is absent instead")
     wrapper = mmcv_wrapper(ctx, node)
     if wrapper:
-        return (f"not rewritten: it goes into `{wrapper}`, mmcv's wrapper, which scatters its inputs to CUDA "
-                "devices with CUDA's own streams; the model must stay where those inputs go")
+        return (f"not rewritten: it goes into `{wrapper}`, mmcv's "
+                f"{'scatter' if wrapper.endswith(('scatter', 'scatter_kwargs')) else 'wrapper'}, which sends its "
+                "inputs to CUDA devices with CUDA's own streams; the model must stay where those inputs go")
     if hit.rule.category == "cuda-specific" and "_nrn_chooser" not in ctx.__dict__:  # once per module
         ctx.__dict__["_nrn_chooser"] = selecting_package(ctx.path)
     chooser = hit.rule.category == "cuda-specific" and ctx.__dict__["_nrn_chooser"]
@@ -267,6 +269,20 @@ def _test_of_cuda_library(ctx, node: ast.AST) -> str:
         known[id(test)] = next((q for c in ctx.walk(test) if isinstance(c, ast.Call)
                                 for q in [ctx.qualname(c.func) or ""] if q.split(".")[0] in CUDA_LIBRARY_ROOTS), "")
     return known[id(test)]
+
+
+def _dispatched(ctx, node: ast.AST) -> str:
+    """The note when a dispatch by device decides ``node``: an arm of another device's
+    (:func:`.device_dispatch.dispatch_branch`) or kernels chosen by ``is_cuda``; else ``""``."""
+    branch = dispatch_branch(ctx, node)
+    if branch:
+        return _dispatch_note(*branch)
+    kernel = kernel_dispatch(ctx, node)
+    if kernel:
+        return (f"not rewritten: the function hands its tensors to its kernels by `is_cuda` (line {kernel[0]}: "
+                f"{kernel[1]}), so the device named here is the CUDA kernel's; on Trainium the tensors would "
+                "reach the CPU kernel, which reads host memory. Port the dispatch and this device together")
+    return ""
 
 
 def _dispatch_note(line: int, device: str) -> str:

@@ -218,6 +218,11 @@ def _built_by_own_cuda_class(ctx, receiver) -> str:
     from ..cuda_only import dotted
     from ..project_scan import project_root
 
+    if isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Constant) \
+            and isinstance(receiver.slice.value, str) and ctx.path:
+        # an item of a batch (SparseConvNet's `batch['input'].cuda()`, an `InputLayerInput`, set 77):
+        # made elsewhere, so only its key can say what it is
+        return _named_like_own_class(ctx, receiver.slice.value)
     if isinstance(receiver, ast.Name):
         scope = ctx.enclosing_function(receiver) or ctx.tree
     elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
@@ -238,7 +243,18 @@ def _built_by_own_cuda_class(ctx, receiver) -> str:
         return found  # built by something else (a class without its own `cuda()`, `torch.from_numpy`)
     # made elsewhere (a parameter, a copy): a name that ends the way such a class's name ends
     # (XLM's `self.embedder = copy.deepcopy(self._embedder)`, a `SentenceEmbedder`, set 68)
-    words = name_words(wanted.rpartition(".")[2])
+    return _named_like_own_class(ctx, wanted.rpartition(".")[2], own)
+
+
+def _named_like_own_class(ctx, name: str, own: frozenset[str] | None = None) -> str:
+    """``"SentenceEmbedder?"`` when ``name`` ends the way the name of one of the project's classes
+    with its own ``cuda()`` ends (``embedder``), else ``""``."""
+    from ..project_scan import project_root
+
+    if own is None:
+        root = project_root(ctx.path)
+        own = _classes_with_own_cuda(root) if root else frozenset()
+    words = name_words(name)
     named = next((n for n in sorted(own) if words and name_words(n)[-len(words):] == words), "")
     return f"{named}?" if named else ""
 
