@@ -273,3 +273,22 @@ def rewrite_decided(rx, original, updated, data):
     if cst_literal_kind(orelse) is not None:
         orelse = conv(orelse)
     return updated.with_changes(body=body, orelse=orelse, test=updated.test.visit(_Tests()))
+
+
+def index_of_kept_name(ctx, call) -> str:
+    """The CUDA device name ``call`` is formatted into (``"cuda:{}".format(torch.cuda.current_device())``,
+    ``f"cuda:{...}"``, ``"cuda:%d" % ...``) when no rule rewrites that name (pytext's ``device()``
+    returns it: a string no device position holds), as written; else ``""``."""
+    if call is None:
+        return ""
+    node, parent = call, ctx.parent(call)
+    if isinstance(parent, ast.FormattedValue):
+        node, parent = parent, ctx.parent(parent)
+    elif isinstance(parent, ast.Tuple) and isinstance(ctx.parent(parent), ast.BinOp):
+        node, parent = parent, ctx.parent(parent)
+    held = isinstance(parent, ast.JoinedStr) or (
+        isinstance(parent, ast.Call) and any(a is node for a in parent.args) and isinstance(parent.func, ast.Attribute)
+        and parent.func.attr == "format") or (isinstance(parent, ast.BinOp) and parent.right is node)
+    if not held or literal_kind(parent) not in ("fstring", "format") or id(parent) in ctx.flagged:
+        return ""
+    return ctx.segment(parent)[:50]

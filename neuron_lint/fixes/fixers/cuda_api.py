@@ -24,6 +24,7 @@ import re
 
 from ..count_uses import count_uses, counts_no_device
 from ..cuda_only import dotted, only_described
+from ..device_forms import index_of_kept_name
 from ..guard_skips import skipped_test
 from ..guard_subjects import cuda_rng_note
 from ..guards import decided_region
@@ -263,6 +264,26 @@ def _device_idiom_plan(ctx, hit, call):
                       fixer="device_string")
 
 
+def _use_note(ctx, hit, call, target: str) -> str:
+    """Why the way ``call``'s result is used keeps it as it is (the note), or ``""``."""
+    if hit.subject in STREAM_GETTERS and call is not None:
+        why = cuda_stream_needed(ctx, call)
+        if why:
+            return (f"not rewritten: {why}, and `{target}` returns a generic `torch.Stream`, which is "
+                    "not a `torch.cuda.Stream` even on CUDA")
+    key = _stats_key_read(ctx, call) if hit.subject == "torch.cuda.memory_stats" else ""
+    if key:
+        return (f"not rewritten: under a CUDA test the statistics are read by key ({key}), a key of "
+                "CUDA's caching allocator; another device's allocator may not report it (a KeyError "
+                "there). Read it with `.get(...)` first")
+    named = index_of_kept_name(ctx, call)
+    if named:
+        return (f"not rewritten: it is the index of `{named}`, a CUDA device name that stays as it is; "
+                "rewritten alone, Trainium would get a CUDA device named by its own index. Port the "
+                "name and its index together")
+    return ""
+
+
 class CudaApi:
     name = "cuda_api"
 
@@ -295,17 +316,9 @@ class CudaApi:
             ctx.note(hit, f"not rewritten: the result is read for more than its name and total memory "
                           f"(compute capability and the like are CUDA's own), which `{target}` may not offer")
             return None
-        if hit.subject in STREAM_GETTERS and call is not None:
-            why = cuda_stream_needed(ctx, call)
-            if why:
-                ctx.note(hit, f"not rewritten: {why}, and `{target}` returns a generic `torch.Stream`, which is "
-                              "not a `torch.cuda.Stream` even on CUDA")
-                return None
-        key = _stats_key_read(ctx, call) if hit.subject == "torch.cuda.memory_stats" else ""
-        if key:
-            ctx.note(hit, f"not rewritten: under a CUDA test the statistics are read by key ({key}), a key of "
-                          "CUDA's caching allocator; another device's allocator may not report it (a KeyError "
-                          "there). Read it with `.get(...)` first")
+        kept = _use_note(ctx, hit, call, target)
+        if kept:
+            ctx.note(hit, kept)
             return None
         form = entry.get("args", "any")
         if not _args_fit(call, form):
