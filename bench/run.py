@@ -26,7 +26,8 @@ What it does:
 process per CPU, nothing else), with the load average before each round; it prints one table per
 repository with the ratios cold / ruff (target <= 1) and cold / floor (target <= 2) and writes
 ``bench/results-repos.json``. ``--before REV`` (a git revision, or a folder holding a
-``neuron_lint`` package) adds that revision's ``check --no-cache`` to each round.
+``neuron_lint`` package) adds that revision's ``check --no-cache`` to each round, and this one's
+the same way (``python -m``), the two in turn first (their order alternates from round to round).
 
 It is a benchmark, not a test: nothing here runs under pytest.
 """
@@ -474,7 +475,11 @@ def main_repos(args) -> int:
             if rep == 0:  # fill the page cache, and neuron-lint's cache for the warm runs
                 shutil.rmtree(root / ".neuron_lint_cache", ignore_errors=True)
                 measure(nl_cmd + ["check", *quiet, "."], root, env)
-            for name, (cmd, e) in cmds.items():
+            order = list(cmds.items())
+            if rep % 2 and "nl_before" in cmds:  # the pair compared runs in turn first and second
+                i, j = list(cmds).index("nl_before"), list(cmds).index("nl_now")
+                order[i], order[j] = order[j], order[i]
+            for name, (cmd, e) in order:
                 if name == "libcst_parse" and rep >= args.slow_reps:
                     continue
                 elapsed, _peak, cpu = measure(cmd, root, e)
