@@ -107,22 +107,41 @@ _MMCV_WRAPPERS = frozenset({"MMDistributedDataParallel", "MMDataParallel"})
 
 
 def mmcv_wrapper(ctx, node: ast.AST) -> str:
-    """``MMDistributedDataParallel`` (``MMDataParallel``) when ``node`` is inside the arguments of a
-    call building one (InternImage's ``MMDistributedDataParallel(model.cuda(), device_ids=[
-    torch.cuda.current_device()])``), or ``mmcv.parallel.scatter`` when it is in those of mmcv's
-    scatter, which the wrappers use; else ``""``."""
+    """Where ``node`` meets mmcv's CUDA-only replication, as the note says it, else ``""``: inside
+    the arguments of a call building ``MMDistributedDataParallel`` (``MMDataParallel``: InternImage's
+    ``MMDistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])``) or of
+    mmcv's ``scatter``, which the wrappers use; a ``.cuda()`` of the wrapper itself (mmediting's
+    ``MMDataParallel(model, device_ids=...).cuda()``); anywhere in a function that builds one
+    (mmediting's ``to_ddp``, whose frozen parts go to the same devices as its wrapped ones)."""
     if "MMD" not in ctx.text and "MMDataParallel" not in ctx.text and "mmcv" not in ctx.text:
         return ""
+    call = ctx.parent(node) if isinstance(node, ast.Attribute) else node
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" and isinstance(
+            call.func.value, ast.Call) and _called_name(call.func.value.func) in _MMCV_WRAPPERS:
+        return f"it moves `{_called_name(call.func.value.func)}`, mmcv's wrapper"
     child = node
     for p in ctx.ancestors(node):
-        if isinstance(p, ast.Call) and child is not p.func:
-            name = p.func.attr if isinstance(p.func, ast.Attribute) else getattr(p.func, "id", "")
-            if name in _MMCV_WRAPPERS:
-                return name
+        if isinstance(p, ast.Call):
+            name = _called_name(p.func)
+            if name in _MMCV_WRAPPERS and child is not p.func:
+                return f"it goes into `{name}`, mmcv's wrapper"
             qual = (ctx.qualname(p.func) or "").split(".")
-            if qual[0] == "mmcv" and qual[-1] in ("scatter", "scatter_kwargs"):
-                return ".".join(qual)  # mmaction's eval hook: `scatter(collate(...), [torch.cuda.current_device()])`
+            if child is not p.func and qual[0] == "mmcv" and qual[-1] in ("scatter", "scatter_kwargs"):
+                # mmaction's eval hook: `scatter(collate(...), [torch.cuda.current_device()])`
+                return f"it goes into `{'.'.join(qual)}`, mmcv's scatter"
         if isinstance(p, ast.stmt):
-            return ""
+            break
         child = p
-    return ""
+    fn = ctx.enclosing_function(node)
+    if fn is None or isinstance(fn, ast.Lambda):
+        return ""
+    known = ctx.__dict__.setdefault("_nrn_mmcv_wrapping", {})
+    if id(fn) not in known:
+        built = next((n for n in ctx.walk(fn) if isinstance(n, ast.Call) and _called_name(n.func) in _MMCV_WRAPPERS), None)
+        known[id(fn)] = (f"the function wraps models in `{_called_name(built.func)}` (line {built.lineno}), mmcv's "
+                         "wrapper" if built is not None else "")
+    return known[id(fn)]
+
+
+def _called_name(func) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -155,9 +155,8 @@ def _decided_elsewhere(ctx, hit, node: ast.AST) -> str:
                 "test where CUDA is absent instead")
     wrapper = mmcv_wrapper(ctx, node)
     if wrapper:
-        return (f"not rewritten: it goes into `{wrapper}`, mmcv's "
-                f"{'scatter' if wrapper.endswith(('scatter', 'scatter_kwargs')) else 'wrapper'}, which sends its "
-                "inputs to CUDA devices with CUDA's own streams; the model must stay where those inputs go")
+        return (f"not rewritten: {wrapper}, which sends its inputs to CUDA devices with CUDA's own streams; "
+                "the models and devices here must stay where those inputs go")
     if hit.rule.category == "cuda-specific" and "_nrn_chooser" not in ctx.__dict__:  # once per module
         ctx.__dict__["_nrn_chooser"] = selecting_package(ctx.path)
     chooser = hit.rule.category == "cuda-specific" and ctx.__dict__["_nrn_chooser"]
