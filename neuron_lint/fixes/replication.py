@@ -145,3 +145,31 @@ def mmcv_wrapper(ctx, node: ast.AST) -> str:
 
 def _called_name(func) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+_SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+
+
+def spawn_count(ctx, node: ast.AST) -> tuple[str, int] | None:
+    """``(worker, line)`` when ``node`` holds a ``torch.cuda.device_count()`` that sets how many
+    processes ``torch.multiprocessing.spawn`` starts (as ``nprocs`` or through the name or attribute
+    it is stored in) and the function they run is not this module's (MockingBird's vocoder CLI:
+    ``h.num_gpus = torch.cuda.device_count()``, then ``mp.spawn(train_hifigan, nprocs=h.num_gpus)``,
+    a trainer that sets up NCCL), else None. What the workers need cannot be seen here; counting
+    Trainium's devices would start that many of them there."""
+    if not any(isinstance(n, ast.Attribute) and ctx.qualname(n) == "torch.cuda.device_count" for n in ast.walk(node)):
+        return None
+    stmt = ctx.statement_of(node)
+    held = {ctx.segment(t) for t in stmt.targets} if isinstance(stmt, ast.Assign) else set()
+    scope = ctx.enclosing_function(node) or ctx.tree
+    own = {f.name for f in ctx.tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for n in ctx.walk(scope):
+        if not (isinstance(n, ast.Call) and ctx.qualname(n.func) in _SPAWNS and n.args):
+            continue
+        count = next((k.value for k in n.keywords if k.arg == "nprocs"), n.args[2] if len(n.args) > 2 else None)
+        if count is None or not (ctx.segment(count) in held or any(c is node for c in ast.walk(count))):
+            continue
+        worker = n.args[0]
+        if not (isinstance(worker, ast.Name) and worker.id in own):
+            return ctx.segment(worker)[:40], n.lineno
+    return None

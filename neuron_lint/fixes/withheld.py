@@ -41,7 +41,7 @@ from .mocked import mocked_by_tests
 from .module_kind import is_str, is_test_path, module_level, named_test_without_tests, torch_imported_after
 from .native_neuron import native_neuron_note
 from .process_group import nccl_code, nccl_keyed
-from .replication import data_parallel_count, mmcv_wrapper
+from .replication import data_parallel_count, mmcv_wrapper, spawn_count
 from .torchscript import scripted
 from .vendored_device import selecting_package
 
@@ -133,11 +133,9 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     cpu_path = hit.rule.category == "cuda-specific" and cpu_path_note(ctx, node)
     if cpu_path:
         return cpu_path
-    parallel = data_parallel_count(ctx, node)
-    if parallel:
-        return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
-                "devices only (its scatter and broadcast are CUDA's); counting the accelerator's devices "
-                "would send Trainium's NeuronCores into it. Move to DistributedDataParallel first")
+    replicated = _replicated(ctx, node)
+    if replicated:
+        return replicated
     fallback = api_fallback(ctx, node)
     if fallback:
         return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
@@ -268,6 +266,22 @@ def _test_of_cuda_library(ctx, node: ast.AST) -> str:
         known[id(test)] = next((q for c in ctx.walk(test) if isinstance(c, ast.Call)
                                 for q in [ctx.qualname(c.func) or ""] if q.split(".")[0] in CUDA_LIBRARY_ROOTS), "")
     return known[id(test)]
+
+
+def _replicated(ctx, node: ast.AST) -> str:
+    """The note when the device count at ``node`` decides how a model is replicated (DataParallel) or
+    how many workers another module's code runs in; else ``""``."""
+    parallel = data_parallel_count(ctx, node)
+    if parallel:
+        return (f"not rewritten: the module wraps models in `{parallel}`, which replicates them over CUDA "
+                "devices only (its scatter and broadcast are CUDA's); counting the accelerator's devices "
+                "would send Trainium's NeuronCores into it. Move to DistributedDataParallel first")
+    spawned = spawn_count(ctx, node)
+    if spawned:
+        return (f"not rewritten: it sets how many workers `torch.multiprocessing.spawn` starts (line {spawned[1]}), "
+                f"each running `{spawned[0]}`, code from another module, which may need CUDA or NCCL; counting "
+                "the accelerator's devices would start that many on Trainium. Port the workers' code, then this")
+    return ""
 
 
 def _dispatched(ctx, node: ast.AST) -> str:
