@@ -277,6 +277,9 @@ class Analyzer(Walker):
                 if qual is not None:
                     self.model.bind_alias(targets[0].id, qual)
         self._visit_body(node)
+        if value is not None and len(targets) == 1 and isinstance(targets[0], ast.Name) and _built_from(value, targets[0].id):
+            # `crnn = crnn.CRNN(...)` (crnn.pytorch, set 80): the imported module's name now holds what it built
+            self.model.bind(targets[0].id, None)
 
     def _check_assign(self, name: str, value: ast.AST) -> None:
         for rule, m in self.index.assigns.lookup(name):
@@ -289,3 +292,12 @@ class Analyzer(Walker):
             for param, default in parameter_defaults(args):
                 self._check_assign(param.arg, default)
 
+
+def _built_from(value: ast.AST, name: str) -> bool:
+    """Is ``value`` a call of something reached through ``name`` (``name.Class(...)``)?"""
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return isinstance(func, ast.Name) and func.id == name and value.func is not func
