@@ -1,4 +1,5 @@
-"""NRN211: ``x == "cuda"`` deciding device-specific code -> ``x == DEVICE.type != "cpu"``.
+"""NRN211: ``x == "cuda"`` deciding device-specific code -> ``x == DEVICE.type != "cpu"`` (and
+``"cuda" in x.type``, which is the same question of a device type).
 
 The new comparison is true exactly when ``x`` names the current accelerator and that is not the
 CPU: on a CUDA machine the current accelerator is CUDA, so the answer is the same as before for
@@ -51,21 +52,30 @@ def _dispatched_name(ctx, cmp: ast.Compare) -> str | None:
     return None
 
 
+def _in_device_type(cmp: ast.Compare) -> bool:
+    """``"cuda" in x.type`` (``not in``): the name of a device type holds ``"cuda"`` only when it is
+    ``"cuda"``, so this is ``x.type == "cuda"`` (KPConv's ``if 'cuda' in self.device.type:``)."""
+    return (isinstance(cmp.ops[0], (ast.In, ast.NotIn)) and isinstance(cmp.left, ast.Constant)
+            and cmp.left.value == "cuda" and isinstance(cmp.comparators[0], ast.Attribute)
+            and cmp.comparators[0].attr == "type")
+
+
 class DeviceComparison:
     name = "device_comparison"
 
     def plan(self, ctx, hit):
         cmp = hit.node
-        if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], (ast.Eq, ast.NotEq))):
-            ctx.note(hit, "not rewritten: only `== \"cuda\"` and `!= \"cuda\"` have a rewrite; compare "
-                          "`torch.device(x).type` with the current accelerator's type by hand")
+        if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1
+                and (isinstance(cmp.ops[0], (ast.Eq, ast.NotEq)) or _in_device_type(cmp))):
+            ctx.note(hit, "not rewritten: only `== \"cuda\"`, `!= \"cuda\"` and `\"cuda\" in x.type` have a "
+                          "rewrite; compare `torch.device(x).type` with the current accelerator's type by hand")
             return None
         other = _dispatched_name(ctx, cmp)
         if other is not None:
             ctx.note(hit, f"not rewritten: it is one arm of a choice among device names (`{other}` has its own), "
                           "so the CUDA arm stays CUDA's")
             return None
-        negated = isinstance(cmp.ops[0], ast.NotEq)
+        negated = isinstance(cmp.ops[0], (ast.NotEq, ast.NotIn))
         region, why = decided_region(ctx, cmp, negated=negated)
         if region is None:
             ctx.note(hit, f"not rewritten: {why}")
