@@ -49,6 +49,7 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
                 scope = _scope(ctx, node)
                 if scope is not None:
                     scopes.append((*scope, f.line, area[5]))
+    areas += _tensor_type_tests(ctx)
     if not areas:
         return findings
     out = []
@@ -67,6 +68,23 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
                 "the CPU; moved to the accelerator, this would meet it there on another device. Port them together"))
         out.append(f)
     return out
+
+
+def _tensor_type_tests(ctx) -> list[tuple]:
+    """The areas of ``if isinstance(x, torch.cuda.FloatTensor):`` bodies (MedicalNet's shortcut, set
+    80): a test no rule rewrites, true of CUDA tensors only, so what it decides is CUDA's alone."""
+    if "isinstance" not in ctx.text or "cuda" not in ctx.text:
+        return []
+    areas = []
+    for n in ctx.walk(ctx.tree):
+        if not (isinstance(n, ast.If) and n.body and isinstance(n.test, ast.Call)
+                and getattr(n.test.func, "id", "") == "isinstance" and len(n.test.args) == 2):
+            continue
+        kinds = n.test.args[1].elts if isinstance(n.test.args[1], ast.Tuple) else [n.test.args[1]]
+        if kinds and all((ctx.qualname(k) or "").startswith("torch.cuda.") for k in kinds):
+            first, last = ctx.span(n.body[0]), ctx.span(n.body[-1])
+            areas.append((first[0], first[1], last[2], last[3], n.lineno, ctx.segment(n.test)[:60]))
+    return areas
 
 
 #: Placements: `.cuda()`, a CUDA device.
