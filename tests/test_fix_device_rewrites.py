@@ -1040,6 +1040,36 @@ def test_a_script_another_module_imports_is_a_library_module(tmp_path):
     assert "DEVICE = (" in fix_all(src, str(rwkv / "RWKV-v3" / "src" / "model_run.py"))  # not on its path
 
 
+
+def test_a_script_importing_the_module_that_picks_the_visible_gpus_asks_for_the_device_at_run_time(tmp_path):
+    # MedicalNet (set 80): train.py imports generate_model from model.py, which sets
+    # CUDA_VISIBLE_DEVICES from --gpu_id before building the model; a DEVICE probed at train.py's
+    # import started CUDA first, and `--gpu_id 1` trained on GPU 0
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "model.py").write_text(
+        "import os\n\n\ndef generate_model(opt):\n    os.environ['CUDA_VISIBLE_DEVICES'] = str(opt.gpu_id)\n")
+    src = """
+        from model import generate_model
+        import torch
+
+
+        def train(model, loss):
+            loss = loss.cuda()
+            return model, loss
+
+
+        if __name__ == "__main__":
+            train(generate_model(None), torch.nn.MSELoss())
+    """
+    fixed = fix_all(src, str(tmp_path / "train.py"))
+    assert "def _current_device() -> torch.device:" in fixed and "DEVICE = (" not in fixed
+    # a module that only reads the variable does not pick the GPUs
+    (tmp_path / "model.py").write_text("import os\n\nGPUS = os.environ.get('CUDA_VISIBLE_DEVICES')\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "model.py").write_text("import os\n\nGPUS = os.environ.get('CUDA_VISIBLE_DEVICES')\n")
+    assert "DEVICE = (" in fix_all(src, str(other / "train.py"))
+
 def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):
     # diffusers/pipelines/pipeline_utils.py: a module-level loop made it look like a script
     src = """

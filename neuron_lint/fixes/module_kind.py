@@ -173,8 +173,51 @@ def picks_visible_devices(ctx) -> bool:
             (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("_VISIBLE_DEVICES"))
             or (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "select_device")
             for n in ctx.walk(ctx.tree))
+        found = found or _imports_device_picker(ctx)
         ctx.__dict__["_nrn_visible_devices"] = found
     return found
+
+
+def _imports_device_picker(ctx) -> bool:
+    """Does the module import, at its top, a module of its project that sets ``*_VISIBLE_DEVICES``
+    (MedicalNet's ``train.py``: ``from model import generate_model``, which sets
+    ``os.environ["CUDA_VISIBLE_DEVICES"]`` before building the model, set 80)?"""
+    from .replication import _candidates
+
+    if not ctx.path:
+        return False
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            modules = [(stmt.module or "", stmt.level)]
+        elif isinstance(stmt, ast.Import):
+            modules = [(a.name, 0) for a in stmt.names]
+        else:
+            continue
+        if any(_sets_visible_devices(path) for module, level in modules for path in _candidates(ctx.path, module, level)):
+            return True
+    return False
+
+
+def _sets_visible_devices(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _visible_devices_set(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _visible_devices_set(path: str, mtime_ns: int, size: int) -> bool:  # keyed on the version too
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return _SETS_VISIBLE.search(data) is not None if b"_VISIBLE_DEVICES" in data else False
+
+
+#: ``os.environ["CUDA_VISIBLE_DEVICES"] = ...`` (any ``*_VISIBLE_DEVICES``).
+_SETS_VISIBLE = re.compile(rb"""\[\s*['"]\w*_VISIBLE_DEVICES['"]\s*\]\s*=[^=]""")
 
 
 FORKERS = frozenset({"multiprocessing.Process", "multiprocessing.Pool", "torch.multiprocessing.Process",
