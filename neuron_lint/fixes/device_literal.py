@@ -74,7 +74,8 @@ from .device_lists import rewrite_guard_list
 from .guard_reach import chosen_by_flag, compared_as_cuda, sliced_note, typed_data_note
 from .guards import region_nodes
 from .load_locations import load_location
-from .module_kind import forks_workers, picks_visible_devices
+from .module_kind import forks_workers
+from .visible_devices import picks_visible_devices
 from .own_extension import own_extension
 
 

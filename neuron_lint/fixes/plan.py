@@ -26,8 +26,8 @@ from .module_kind import (
     is_script,
     is_str,
     module_level,
-    picks_visible_devices,
 )
+from .visible_devices import picks_visible_devices
 
 #: The module-level device variable a script gets, and the helper a library module gets.
 DEVICE_VAR = "DEVICE"

@@ -15,6 +15,8 @@ import ast
 import functools
 import os
 
+from .module_kind import import_candidates
+
 #: ``torch.nn.parallel`` functions that only CUDA builds can run on devices (``torch._C._scatter``...).
 _PIECES = frozenset({"replicate", "scatter", "parallel_apply", "gather", "data_parallel", "DataParallel"})
 
@@ -31,25 +33,12 @@ def replicating_call(ctx) -> str:
         names = [a for a in stmt.names if (a.asname or a.name) in called]
         if not names:
             continue
-        for path in _candidates(ctx.path, stmt.module or "", stmt.level):
+        for path in import_candidates(ctx.path, stmt.module or "", stmt.level):
             found = _replicating_in(path)
             hit = next((a.asname or a.name for a in names if a.name in found), None)
             if hit:
                 return hit
     return ""
-
-
-def _candidates(path: str, module: str, level: int) -> list[str]:
-    """The files ``from <level dots><module> import ...`` in ``path`` may read (:func:`.module_kind.import_bases`:
-    relative to its folder, or for an absolute import from the folders up to the project's root)."""
-    from .module_kind import import_bases, module_files
-    from .project_scan import project_root
-
-    root = project_root(path)
-    if not level and not root:
-        return []
-    parts = module.split(".") if module else []
-    return [p for base in import_bases(path, root, level) for p in module_files(base, parts) if os.path.isfile(p)]
 
 
 def _replicating_in(path: str) -> frozenset[str]:

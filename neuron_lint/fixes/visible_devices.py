@@ -1,0 +1,70 @@
+"""Does a module choose the visible GPUs when it runs? Then a device asked for at its import would
+start the CUDA driver before that choice, and the choice would be ignored (``--device 1`` ran on GPU
+0): such a module asks for the device at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import re
+
+from .module_kind import import_candidates
+
+
+def picks_visible_devices(ctx) -> bool:
+    """Does the module choose the visible GPUs when it runs: set ``CUDA_VISIBLE_DEVICES`` (or
+    another ``*_VISIBLE_DEVICES``) or call a ``select_device`` (yolov5's, which sets it)? Asking for
+    the device at import would start the CUDA driver before that, and the choice would be ignored
+    (``--device 1`` ran on GPU 0). Asked once per module (the answer is kept on ``ctx``)."""
+    found = ctx.__dict__.get("_nrn_visible_devices")
+    if found is None:
+        # most modules name neither: the text says so without a walk of the tree
+        found = ("_VISIBLE_DEVICES" in ctx.text or "select_device" in ctx.text) and any(
+            (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("_VISIBLE_DEVICES"))
+            or (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "select_device")
+            for n in ctx.walk(ctx.tree))
+        found = found or _imports_device_picker(ctx)
+        ctx.__dict__["_nrn_visible_devices"] = found
+    return found
+
+
+def _imports_device_picker(ctx) -> bool:
+    """Does the module import, at its top, a module of its project that sets ``*_VISIBLE_DEVICES``
+    (MedicalNet's ``train.py``: ``from model import generate_model``, which sets
+    ``os.environ["CUDA_VISIBLE_DEVICES"]`` before building the model, set 80)?"""
+    if not ctx.path:
+        return False
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            modules = [(stmt.module or "", stmt.level)]
+        elif isinstance(stmt, ast.Import):
+            modules = [(a.name, 0) for a in stmt.names]
+        else:
+            continue
+        if any(_sets_visible_devices(path) for module, level in modules for path in import_candidates(ctx.path, module, level)):
+            return True
+    return False
+
+
+def _sets_visible_devices(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _visible_devices_set(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _visible_devices_set(path: str, mtime_ns: int, size: int) -> bool:  # keyed on the version too
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return _SETS_VISIBLE.search(data) is not None if b"_VISIBLE_DEVICES" in data else False
+
+
+#: ``os.environ["CUDA_VISIBLE_DEVICES"] = ...`` (any ``*_VISIBLE_DEVICES``).
+_SETS_VISIBLE = re.compile(rb"""\[\s*['"]\w*_VISIBLE_DEVICES['"]\s*\]\s*=[^=]""")
