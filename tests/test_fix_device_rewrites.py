@@ -1070,6 +1070,32 @@ def test_a_script_importing_the_module_that_picks_the_visible_gpus_asks_for_the_
     (other / "model.py").write_text("import os\n\nGPUS = os.environ.get('CUDA_VISIBLE_DEVICES')\n")
     assert "DEVICE = (" in fix_all(src, str(other / "train.py"))
 
+
+def test_a_module_of_a_src_layout_package_is_a_library_module_even_with_a_main_block(tmp_path):
+    # diffwave (set 80): src/diffwave/inference.py is imported by users (`from diffwave.inference import
+    # predict`) and has a `__main__` block; a DEVICE probed at its import starts CUDA in every importer
+    src = """
+        import torch
+
+
+        def predict(spectrogram, device=torch.device("cuda")):
+            return spectrogram.to(device)
+
+
+        if __name__ == "__main__":
+            predict(torch.zeros(1))
+    """
+    (tmp_path / "setup.py").write_text("")
+    package = tmp_path / "src" / "diffwave"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    fixed = fix_all(src, str(package / "inference.py"), unsafe_fixes=True)
+    assert "def _current_device() -> torch.device:" in fixed and "DEVICE = (" not in fixed
+    scripts = tmp_path / "scripts" / "tools"  # the same module in a folder of scripts stays a script
+    scripts.mkdir(parents=True)
+    (scripts / "__init__.py").write_text("")
+    assert "DEVICE = (" in fix_all(src, str(scripts / "inference.py"), unsafe_fixes=True)
+
 def test_a_package_module_doing_work_at_import_is_a_library_module(tmp_path):
     # diffusers/pipelines/pipeline_utils.py: a module-level loop made it look like a script
     src = """

@@ -118,7 +118,8 @@ def package_depth(path: str, test_file: bool) -> int:
     ``__init__.py`` holds no code (none in the folder above either: detectron2's ``tools/``,
     diffusers' ``scripts/``, whose modules are still run as scripts), 2 in a subpackage or in a
     top-level package whose ``__init__.py`` imports or defines something (an importable library:
-    denoising_diffusion_pytorch, whose modules end in a ``__main__`` demo). ``__main__.py`` and
+    denoising_diffusion_pytorch, whose modules end in a ``__main__`` demo), or a package under ``src/``
+    (that layout is for installed packages: diffwave's ``predict``). ``__main__.py`` and
     test modules count 0. A module at depth 2 is imported by its package, so it is a library
     module whatever it does at module level (a registration loop: diffusers'
     ``pipelines/pipeline_utils.py``) and even with a ``__main__`` guard (detectron2's
@@ -136,6 +137,8 @@ def package_depth(path: str, test_file: bool) -> int:
             return 2 if os.path.isfile(parent) and _has_code(parent) else 0
         if os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
             return 2
+        if os.path.basename(os.path.dirname(folder)) == "src":
+            return 2  # a package of a `src/` layout is installed and imported (diffwave's `inference.py`)
         return 2 if _has_code(os.path.join(folder, "__init__.py")) else 1
     except (OSError, ValueError):
         return 0
