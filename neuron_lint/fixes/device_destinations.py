@@ -46,7 +46,7 @@ def other_runtime_call(ctx, node) -> str:
         node, call = call, ctx.parent(call)
     if isinstance(call, ast.keyword):
         call = ctx.parent(call)
-    option = _option_dest(call, node)
+    option = option_dest(call, node)
     if option:  # `parser.add_argument("--device", default="cuda:0")`, then `init_detector(..., args.device)`
         return next((callee for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
                      and any(isinstance(a, ast.Attribute) and a.attr == option
@@ -63,7 +63,7 @@ def other_runtime_call(ctx, node) -> str:
     return _runtime_callee(ctx, call)
 
 
-def _option_dest(call, node) -> str:
+def option_dest(call, node) -> str:
     """The destination of the command-line option whose ``default=`` is ``node`` (``--device`` ->
     ``device``), or ``""``."""
     if not (isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "add_argument"
@@ -71,8 +71,9 @@ def _option_dest(call, node) -> str:
         return ""
     dest = next((k.value.value for k in call.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None)
     flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    dest = dest or next((f.lstrip("-") for f in flags if f.startswith("--")), flags[0] if flags else "")
+    dest = dest or next((f.lstrip("-") for f in flags if f.startswith("--")), flags[0].lstrip("-") if flags else "")
     return dest.replace("-", "_") if isinstance(dest, str) else ""
+
 
 
 def _runtime_callee(ctx, call: ast.Call) -> str:

@@ -45,6 +45,7 @@ from .device_defaults import plan_default, rewrite_default
 from .device_dispatch import keyed_table
 from .device_destinations import (
     amp_callee,
+    option_dest,
     other_runtime_call,
     asserted_by_test,
     assigned_checked_as_cuda,
@@ -330,7 +331,9 @@ def moved_unless_there(ctx, node) -> bool:
 
 
 def _listed_choice(ctx, node) -> ast.AST | None:
-    """The ``choices=[..., "cuda", ...]`` of the ``add_argument`` whose ``default`` is ``node``, or None."""
+    """The ``choices=[..., "cuda", ...]`` of the ``add_argument`` whose ``default`` is ``node``, or the
+    list the module checks the option's value against (nnU-Net's ``assert args.device in ['cpu',
+    'cuda', 'mps']``, set 81) when it names CUDA and not the Neuron device; or None."""
     keyword = ctx.parent(node)
     call = ctx.parent(keyword) if isinstance(keyword, ast.keyword) and keyword.arg == "default" else None
     if not (isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) == "add_argument"):
@@ -339,6 +342,14 @@ def _listed_choice(ctx, node) -> ast.AST | None:
         if k.arg == "choices" and any(isinstance(n, ast.Constant) and isinstance(n.value, str)
                                       and n.value.split(":")[0] == "cuda" for n in ast.walk(k.value)):
             return k.value
+    dest = option_dest(call, node)
+    for n in ctx.walk(ctx.tree) if dest else ():
+        if (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
+                and isinstance(n.left, ast.Attribute) and n.left.attr == dest
+                and isinstance(n.comparators[0], (ast.List, ast.Tuple, ast.Set))):
+            names = [e.value for e in n.comparators[0].elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if "cuda" in names and not any(name.startswith("neuron") for name in names):
+                return n.comparators[0]
     return None
 
 
