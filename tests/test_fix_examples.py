@@ -91,8 +91,23 @@ def test_below_the_accelerator_memory_api_the_device_module_serves_unsafely():
 def test_a_guard_is_kept_while_it_protects_cuda_only_code():
     from neuron_lint.api import check_source
 
-    src = "import torch\nif torch.cuda.is_available():\n    name = torch.cuda.get_device_name(0)\n"
+    src = "import torch\nif torch.cuda.is_available():\n    cap = torch.cuda.get_device_capability(0)\n"
     guard = next(f for f in check_source(src, "m.py") if f.code == "NRN203")
     assert guard.fix is None
-    assert "torch.cuda.get_device_name" in guard.fix_note
+    assert "torch.cuda.get_device_capability" in guard.fix_note
     assert "keeps the CUDA path working" in guard.suggestion or "CUDA path still runs" in guard.suggestion
+
+
+def test_a_safe_guard_over_code_fixed_only_unsafely_goes_with_it_as_unsafe():
+    # nnU-Net (set 81): `if device.type == 'cuda': torch.cuda.empty_cache()` under a project torch
+    # older than torch.accelerator's memory API: the call's fix is unsafe; the guard's fix, safe on its
+    # own, was dropped, and `--unsafe-fixes` then rewrote the call under a test still asking for CUDA
+    from neuron_lint.api import check_source
+
+    src = "import torch\nif torch.cuda.is_available():\n    name = torch.cuda.get_device_name(0)\n"
+    found = {f.code: f for f in check_source(src, "m.py")}
+    assert found["NRN203"].fix is not None and found["NRN203"].fix.applicability == "unsafe"
+    assert found["NRN204"].fix.applicability == "unsafe"
+    assert fix_text(src, "m.py", Settings()).text == src  # the safe run leaves both
+    both = fix_text(src, "m.py", Settings(unsafe_fixes=True)).text
+    assert "torch.accelerator.is_available()" in both and "torch.cuda" not in both

@@ -81,14 +81,18 @@ def _settled(out: list, guards: list[int], placing):
                 continue
             for site in dict(f.fix.data)["region"]:
                 covering, site = _covering(f, site, out)
-                left = [g for g in covering if g is None or g.fix is None
-                        or (g.fix.applicability != "safe" and f.fix.applicability != "unsafe")]
+                left = [g for g in covering if g is None or g.fix is None]
                 if left:
                     out[i] = replace(f, fix=None, fix_note=_kept_note(f, site))
                     if placing is None and any(g is not None and g.code in _PLACES for g in left):
                         placing = out[i]
                     changed = True
                     break
+                if f.fix.applicability != "unsafe" and any(g.fix.applicability != "safe" for g in covering):
+                    # what it decides is fixed, but not safely: the guard goes with it, as unsafe as it
+                    # (nnU-Net's `if device.type == 'cuda': torch.cuda.empty_cache()` under torch 2.1)
+                    f = out[i] = replace(f, fix=replace(f.fix, applicability="unsafe"))
+                    changed = True
     return out, placing
 
 
