@@ -101,7 +101,8 @@ def _kept_note(f, site) -> str:
     if f.code == "NRN201" and "torch.cuda.device(" in what:
         return (f"not rewritten: it runs inside `with {what[1:-1]}:` (line {site[0]}), which stays CUDA's and raises "
                 "where CUDA is absent: rewritten alone it would change nothing. Port the two together")
-    if f.code == "NRN205":  # a float16 autocast tied to the module's CUDA loss scalers (amp._scaled_with)
+    if f.code == "NRN205" or f.code == "NRN211" and "GradScaler" in what:
+        # a float16 autocast (or the comparison deciding one) tied to the module's CUDA loss scalers (loss_scalers)
         return (f"not rewritten: the loss scaler {what} (line {site[0]}) stays CUDA's, and switches itself off "
                 "without CUDA: moved alone, float16 autocast would run on Trainium with no loss scaling. Port the "
                 "scaler and autocast together")

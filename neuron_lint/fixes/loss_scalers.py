@@ -27,5 +27,31 @@ def scaled_with(ctx, call: ast.Call) -> dict:
     if scalers is None:
         scalers = ctx.__dict__["_nrn_cuda_scalers"] = [
             [*ctx.span(n), ctx.segment(n)[:60]] for n in ctx.walk(ctx.tree)
-            if isinstance(n, ast.Call) and ctx.qualname(n.func) in _CUDA_SCALERS] if "GradScaler" in ctx.text else []
+            if isinstance(n, ast.Call) and _cuda_scaler(ctx, n)] if "GradScaler" in ctx.text else []
     return {"region": scalers} if scalers else {}
+
+
+def _cuda_scaler(ctx, call: ast.Call) -> bool:
+    """``torch.cuda.amp.GradScaler(...)``, or ``torch.amp.GradScaler("cuda")`` (``device="cuda"``)."""
+    qual = ctx.qualname(call.func)
+    if qual in _CUDA_SCALERS:
+        return True
+    device = next((k.value for k in call.keywords if k.arg == "device"), call.args[0] if call.args else None)
+    return qual in _SCALERS and isinstance(device, ast.Constant) and device.value == "cuda"
+
+
+_SCALERS = frozenset({"torch.GradScaler", "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler"})
+
+
+def decided_autocast(ctx, nodes) -> dict:
+    """:func:`scaled_with` for the first float16 autocast (a ``torch.autocast``/``amp.autocast`` call
+    given no other dtype) in ``nodes``, the code a device comparison decides (nnU-Net's
+    ``autocast(self.device.type) if self.device.type == 'cuda' else dummy_context()``, its scaler
+    ``GradScaler("cuda")`` kept by its own test, set 81); ``{}`` when there is none."""
+    if "autocast" not in ctx.text:
+        return {}
+    for top in nodes:
+        for n in ctx.walk(top):
+            if isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").endswith("autocast"):
+                return scaled_with(ctx, n)
+    return {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from ..guards import decided_region
+from ..loss_scalers import decided_autocast
 
 
 def _subject(cmp: ast.Compare):
@@ -60,6 +61,17 @@ def _in_device_type(cmp: ast.Compare) -> bool:
             and cmp.comparators[0].attr == "type")
 
 
+def _arm(ctx, cmp: ast.Compare, negated: bool) -> list:
+    """The code that runs where the comparison says CUDA: the body of its ``if`` (the ``else`` when
+    negated) or its arm of a conditional expression; ``[]`` elsewhere."""
+    parent = ctx.parent(cmp)
+    if isinstance(parent, ast.If) and parent.test is cmp:
+        return parent.orelse if negated else parent.body
+    if isinstance(parent, ast.IfExp) and parent.test is cmp:
+        return [parent.orelse if negated else parent.body]
+    return []
+
+
 class DeviceComparison:
     name = "device_comparison"
 
@@ -83,6 +95,7 @@ class DeviceComparison:
         data = ctx.device_or_note(hit, cmp)
         if data is None:
             return None
+        region = region + decided_autocast(ctx, _arm(ctx, cmp, negated)).get("region", [])
         data.update(region=region, negated=negated, cuda_left=isinstance(cmp.left, ast.Constant))
         return ctx.propose(hit, cmp, "Comparison", "Compare with the current accelerator's device type", data)
 
