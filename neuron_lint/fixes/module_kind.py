@@ -12,6 +12,8 @@ import functools
 import os
 import re
 
+from .project_scan import per_file_version
+
 
 def is_str(node, *values) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and (not values or node.value in values)
@@ -144,18 +146,10 @@ def package_depth(path: str, test_file: bool) -> int:
         return 0
 
 
+@per_file_version(missing=True)
 def _has_code(init: str) -> bool:
     """Does this ``__init__.py`` hold a statement other than a docstring (an unreadable or broken
     one counts as code: nothing says the package is only a folder of scripts)?"""
-    try:
-        st = os.stat(init)
-    except OSError:
-        return True
-    return _file_has_code(init, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=256)
-def _file_has_code(init: str, mtime_ns: int, size: int) -> bool:  # keyed on the file's version too
     try:
         with open(init, "rb") as f:
             tree = ast.parse(f.read())

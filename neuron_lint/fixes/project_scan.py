@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 #: What marks a project's own root (or the repository's): nothing above it decides for it.
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
@@ -71,3 +71,22 @@ def project_files(root: str, suffixes: tuple[str, ...], wanted: Callable[[tuple[
             except OSError:
                 continue
             yield full, data
+
+
+def per_file_version(missing: Any) -> Callable:
+    """Keep what ``read(path)`` found for each version of the file (its path, time and size: an
+    editor's server sees the file change); a file that cannot be looked at gives ``missing``."""
+    def wrap(read: Callable[[str], Any]) -> Callable[[str], Any]:
+        @functools.lru_cache(maxsize=256)
+        def keyed(path: str, mtime_ns: int, size: int):
+            return read(path)
+
+        @functools.wraps(read)
+        def cached(path: str):
+            try:
+                st = os.stat(path)
+            except OSError:
+                return missing
+            return keyed(path, st.st_mtime_ns, st.st_size)
+        return cached
+    return wrap

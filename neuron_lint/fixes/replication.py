@@ -12,10 +12,9 @@ synthesizer.utils import data_parallel_workaround``, or a relative import), read
 from __future__ import annotations
 
 import ast
-import functools
-import os
 
 from .module_kind import import_candidates
+from .project_scan import per_file_version
 
 #: ``torch.nn.parallel`` functions that only CUDA builds can run on devices (``torch._C._scatter``...).
 _PIECES = frozenset({"replicate", "scatter", "parallel_apply", "gather", "data_parallel", "DataParallel"})
@@ -41,16 +40,8 @@ def replicating_call(ctx) -> str:
     return ""
 
 
+@per_file_version(missing=frozenset())
 def _replicating_in(path: str) -> frozenset[str]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return frozenset()
-    return _replicating_functions(path, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=256)
-def _replicating_functions(path: str, mtime_ns: int, size: int) -> frozenset[str]:  # keyed on the version too
     """The module-level functions of ``path`` that call one of DataParallel's pieces."""
     try:
         with open(path, "rb") as f:

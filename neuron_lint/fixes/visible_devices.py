@@ -6,11 +6,10 @@ start the CUDA driver before that choice, and the choice would be ignored (``--d
 from __future__ import annotations
 
 import ast
-import functools
-import os
 import re
 
 from .module_kind import import_candidates
+from .project_scan import per_file_version
 
 
 def picks_visible_devices(ctx) -> bool:
@@ -48,16 +47,9 @@ def _imports_device_picker(ctx) -> bool:
     return False
 
 
+@per_file_version(missing=False)
 def _sets_visible_devices(path: str) -> bool:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    return _visible_devices_set(path, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=256)
-def _visible_devices_set(path: str, mtime_ns: int, size: int) -> bool:  # keyed on the version too
+    """Does the module at ``path`` assign a ``*_VISIBLE_DEVICES`` variable?"""
     try:
         with open(path, "rb") as f:
             data = f.read()
