@@ -73,7 +73,7 @@ def _backend_name(node: ast.AST) -> str:
     return name if name in _BACKEND_NAMES else ""
 
 
-#: Where each process-group call takes its backend: (position, keyword).
+#: The position at which each process-group call takes its backend (or as `backend=`).
 _BACKEND_ARGUMENT = {"torch.distributed.init_process_group": 0, "torch.distributed.new_group": 2,
                      "torch.distributed.distributed_c10d.init_process_group": 0,
                      "torch.distributed.distributed_c10d.new_group": 2}
