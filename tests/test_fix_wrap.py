@@ -617,3 +617,25 @@ def test_a_written_out_device_type_fits_its_line_as_ruff_format_lays_it_out(tmp_
     assert "current_accelerator().type" in fixed and fixed.count("\n") == (9 if limit == 100 else 11), fixed
     assert fixed == subprocess.run([sys.executable, "-m", "ruff", "format", "--line-length", str(limit), "-"],
                                    input=fixed, capture_output=True, text=True, check=True).stdout
+
+
+def test_in_a_file_with_long_code_lines_a_fix_writes_no_line_longer_than_its_longest():
+    # dust3r's inference.py (set 84): its code runs to 120 columns, and the unsafe `autocast` fix
+    # wrote a 130-column line; it is now broken at the file's own longest line, the fix kept
+    longest = "    loss = criterion(view1, view2, pred1, pred2, reduction) if criterion is not None else None"
+    src = f"""
+        import torch
+
+
+        def loss_of(batch, model, criterion, use_amp):
+            view1, view2 = batch
+            with torch.cuda.amp.autocast(enabled=bool(use_amp)):
+                pred1, pred2 = model(view1, view2)
+        {longest}
+            return loss
+    """
+    fixed = _fix(src, unsafe_fixes=True)
+    assert "torch.cuda" not in fixed
+    assert max(len(line) for line in fixed.splitlines()) == len(longest) > 88
+    assert "    with torch.autocast(\n        _current_device().type,\n" in fixed
+    compile(fixed, "train.py", "exec")

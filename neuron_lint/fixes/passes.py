@@ -2,7 +2,8 @@
 
 A fix is dropped when the result would not parse, when it would push a line past the project's
 line length (in a file that keeps to it, after :mod:`neuron_lint.fixes.wrap` tried to break the
-line), or when it is a device guard whose decided code keeps a fix dropped (or not applied) in
+line; a file whose code runs past it has the lines a fix makes longer than its longest broken at
+that length, and nothing dropped), or when it is a device guard whose decided code keeps a fix dropped (or not applied) in
 the pass: alone, the guard would let CUDA-only code run on Trainium. :func:`advertised` runs the
 same pass for ``check``, so that a fix ``check`` spells out is one ``fix`` applies.
 :mod:`neuron_lint.fixes.apply` repeats the pass to a fixed point.
@@ -90,14 +91,23 @@ def one_pass(current: str, wanted: list[Finding], settings: Settings, newline: s
 
 def _one_pass(current: str, wanted: list[Finding], settings: Settings, newline: str, path: str, limit: int,
               result: Dropped) -> tuple[str, list[Finding]]:
-    # whether ``current`` keeps to the line length: it tokenizes the text, so asked only once a line grew
-    keeps_length = functools.cache(lambda: not _long_code_lines(current, limit))
+    # the lines of ``current`` long because of their code: it tokenizes the text, so asked only once a
+    # line grew. None of them: the file keeps to the line length.
+    long_code = functools.cache(lambda: _long_code_line_numbers(current, limit))
+
+    def keeps_length() -> bool:
+        return not long_code()
 
     def apply(fixes):
         text, kept = _apply(current, fixes, settings, newline)
         grown = _grown(current, text, limit) if kept else None
         if grown and keeps_length():
             text = _wrapped(current, text, limit, path, grown)
+        elif grown:
+            # A file with long code lines is not held to the project's length, but a fix does not
+            # write a line longer than its longest (dust3r's 130-column `autocast` call in a file
+            # whose code stops at 120): such a line is broken at that length, as a formatter would.
+            text = _wrapped(current, text, max(long_code().values()), path)
         if kept and text != current:
             text = _rejoined(current, text, limit, path, keeps_length)
         return text, kept
@@ -263,31 +273,44 @@ def _rejoined(current: str, new: str, limit: int, path: str, keeps_length) -> st
 
 
 def _long_code_lines(text: str, limit: int) -> int:
-    """Lines past ``limit`` that are long because of their code, not of a comment or a string, nor
-    split as far as a formatter can: a line that ends in an opening bracket (lm-eval's ``from
-    megatron.core.models.gpt.heterogeneous.heterogeneous_layer_specs import (``), nor left to the
-    author by ``# fmt: off``/``# fmt: skip`` (pytorch3d's tables of points)."""
+    """How many lines :func:`_long_code_line_numbers` finds."""
+    return len(_long_code_line_numbers(text, limit))
+
+
+def _long_code_line_numbers(text: str, limit: int) -> dict[int, int]:
+    """The lines (1-based) past ``limit`` that are long because of their code, not of a comment or a
+    string, nor split as far as a formatter can: a line that ends in an opening bracket (lm-eval's
+    ``from megatron.core.models.gpt.heterogeneous.heterogeneous_layer_specs import (``), nor left to
+    the author by ``# fmt: off``/``# fmt: skip`` (pytorch3d's tables of points). Each with the
+    length of its code (the line without a trailing comment)."""
     lines = split_lines(text)
-    long = {n for n, line in enumerate(lines, 1) if len(line) > limit}
+    long = {n: len(line) for n, line in enumerate(lines, 1) if len(line) > limit}
     if not long:
-        return 0
+        return long
     if "fmt:" in text:  # ruff format leaves `# fmt: off` regions and `# fmt: skip` lines alone
-        long -= _unformatted(lines)
+        for n in _unformatted(lines):
+            long.pop(n, None)
         if not long:
-            return 0
+            return long
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             (row, col), (end_row, end_col) = tok.start, tok.end
-            if tok.type == tokenize.OP and tok.string in "([{" and row in long and _last_on_line(tok):
-                long.discard(row)
-            elif tok.type == tokenize.COMMENT and (col <= limit or (
-                    _PRAGMA.match(tok.string) and len(tok.line[:col].rstrip()) <= limit)):
-                long.discard(row)  # a formatter measures a line without its pragma (`# noqa: E741`)
-            elif tok.type == tokenize.STRING and (end_row > row or end_col - col >= 20):
-                long.difference_update(range(row, end_row + 1))
+            if tok.type == tokenize.STRING and (end_row > row or end_col - col >= 20):
+                for n in range(row, end_row + 1):
+                    long.pop(n, None)
+            elif row not in long:
+                continue
+            elif tok.type == tokenize.OP and tok.string in "([{" and _last_on_line(tok):
+                del long[row]
+            elif tok.type == tokenize.COMMENT:
+                code = len(tok.line[:col].rstrip())
+                if col <= limit or (_PRAGMA.match(tok.string) and code <= limit):
+                    del long[row]  # a formatter measures a line without its pragma (`# noqa: E741`)
+                else:
+                    long[row] = code
     except (tokenize.TokenError, SyntaxError, IndentationError):
         pass
-    return len(long)
+    return long
 
 
 _FMT = re.compile(r"#\s*fmt:\s*(off|on|skip)\b")
