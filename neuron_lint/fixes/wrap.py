@@ -326,6 +326,15 @@ class _Breaker:
         return self._pick(head, optional, render, column)
 
 
+def _joined(pieces: list[str]) -> str:
+    """The lines of a bracket broken by hand, stripped, as one line: a space after each comma, none
+    inside the brackets."""
+    out = pieces[0].rstrip()
+    for piece in pieces[1:]:
+        out += piece if out.endswith(("(", "[", "{")) or piece.startswith((")", "]", "}")) else " " + piece
+    return out
+
+
 def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -> str:
     """``text`` with the one-line statements starting on ``lines`` broken to fit ``limit``, where a
     formatter's form is certain (see the module docs); the rest stays as it is.
@@ -351,7 +360,14 @@ def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -
         if not code or code[0] in "\t\f":
             continue  # tab indentation: not a shape a formatter leaves
         try:
-            if kind == "simple":
+            if kind.startswith("joined:"):
+                end = int(kind[7:])
+                code = _joined([code] + [source[n].strip() for n in range(number, end)])
+                stmt = cst.parse_module(code + "\n").body[0]
+                broken = breaker.simple(stmt, column) if isinstance(stmt, cst.SimpleStatementLine) else None
+                if broken is not None:
+                    del source[number:end]  # the lines below: the statement is now on ``number``'s
+            elif kind == "simple":
                 stmt = cst.parse_module(code + "\n").body[0]
                 broken = breaker.simple(stmt, column) if isinstance(stmt, cst.SimpleStatementLine) else None
             elif kind == "element":

@@ -1,7 +1,8 @@
 """Which lines hold a shape :mod:`neuron_lint.fixes.wrap` knows how to break: a statement on one
 line (or a compound statement's header, or a decorator), one element of a bracket broken one
 element per line, one ``key: value`` pair of a dict broken one pair per line, and the one line of
-contents of a bracket opened onto lines of its own. Found on the module's ``ast`` tree, near the
+contents of a bracket opened onto lines of its own, and a call whose arguments are aligned under its
+opening bracket (broken again as if written on one line). Found on the module's ``ast`` tree, near the
 lines a fix made too long."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ def shapes_on(tree: ast.Module, lines: set[int], source: list[str]) -> set[tuple
     """(line, kind) for each of ``lines`` that starts a shape wrap knows (``source``: the module's
     lines, with their endings)."""
     return (set(_candidates(tree, lines)) | set(_elements(tree, lines, source)) | set(_pairs(tree, lines, source))
-            | set(_contents(tree, lines, source)))
+            | set(_contents(tree, lines, source)) | set(_aligned(tree, lines, source)))
 
 
 def _near(tree: ast.Module, lines: set[int]):
@@ -146,3 +147,26 @@ def _candidates(tree: ast.Module, lines: set[int]):
                 yield node.lineno, "header"
         elif not hasattr(node, "body") and node.end_lineno == node.lineno:
             yield node.lineno, "simple"
+
+
+def _aligned(tree: ast.Module, lines: set[int], source: list[str]):
+    """(line, "joined:" + last line) of the statements that end in a call broken by hand with its first
+    argument on the call's line and the others below it, each on one line (ProPainter's
+    ``init_process_group(backend='nccl',`` / ``init_method=...`` aligned under it), whose first line
+    a fix made too long. Read as the one line they would make, they are broken as a formatter
+    would; no comment, backslash or other grown line in them."""
+    for node in _near(tree, lines):
+        if not isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+            continue
+        first, last = node.lineno, node.end_lineno or node.lineno
+        call = node.value
+        if first not in lines or last == first or not isinstance(call, ast.Call) or any(n in lines for n in range(first + 1, last + 1)):
+            continue
+        items = [*call.args, *call.keywords]
+        if (call.func.end_lineno != first or not items or items[0].lineno != first or call.end_lineno != last
+                or any(i.lineno != i.end_lineno for i in items)):
+            continue
+        span = [source[n - 1].rstrip("\r\n") for n in range(first, last + 1)]
+        if call.end_col_offset != len(span[-1]) or any("#" in text or text.endswith("\\") for text in span):
+            continue
+        yield first, f"joined:{last}"
