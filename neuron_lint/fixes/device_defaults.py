@@ -116,16 +116,67 @@ def _compared_with_cpu(ctx, fn, name: str) -> bool:
     return False
 
 
-def _passes_none(ctx, fn, arg) -> ast.Call | None:
-    """A call in the module of ``fn`` (by its name, or ``self.``/``cls.`` and a name) that passes
-    ``None`` for ``arg`` by keyword (pytorch3d's ``_init_random_rays(device=None)``, the CPU there),
-    or None."""
+def _passes_none(ctx, fn, arg, depth: int = 0) -> ast.Call | None:
+    """A call in the module of ``fn`` (by its name, or ``self.``/``cls.`` and a name; a class's by the
+    class's name) that passes ``None`` for ``arg`` by keyword (pytorch3d's ``_init_random_rays(device=None)``,
+    the CPU there), or None. The None may come through the caller's own parameter that defaults to
+    None, or a dict of keywords spread into the call (mast3r's ``opt = dict(device=device, ...)`` then
+    ``fast_reciprocal_NNs(A, B, **opt)``, where ``device=None`` leaves the tensors where they are),
+    or through a parameter whose own callers pass None (its ``cdistMatcher(pts1, device=device)``)."""
+    names = {fn.name}
+    if fn.name == "__init__":
+        owner = ctx.parent(fn)
+        if isinstance(owner, ast.ClassDef):
+            names.add(owner.name)
     for n in ctx.walk(ctx.tree):
-        if isinstance(n, ast.Call) and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == fn.name \
-                and any(k.arg == arg.arg and isinstance(k.value, ast.Constant) and k.value.value is None
-                        for k in n.keywords):
-            return n
+        if not (isinstance(n, ast.Call) and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) in names):
+            continue
+        for k in n.keywords:
+            if k.arg == arg.arg and _none_here(ctx, n, k.value, depth):
+                return n
+            if k.arg is None and isinstance(k.value, ast.Name) and _spreads_none(ctx, n, k.value.id, arg.arg, depth):
+                return n
     return None
+
+
+def _none_here(ctx, call: ast.Call, value: ast.AST, depth: int) -> bool:
+    """Can ``value`` be None at ``call``: ``None``, or a parameter of the enclosing function that
+    defaults to None or that its own callers pass None (followed three calls deep)?"""
+    if isinstance(value, ast.Constant):
+        return value.value is None
+    if not isinstance(value, ast.Name):
+        return False
+    caller = ctx.enclosing_function(call)
+    if caller is None or isinstance(caller, ast.Lambda):
+        return False
+    a = caller.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+    for p, d in pairs:
+        if p.arg == value.id:
+            return (isinstance(d, ast.Constant) and d.value is None) or (
+                depth < 3 and _passes_none(ctx, caller, p, depth + 1) is not None)
+    return False
+
+
+def _spreads_none(ctx, call: ast.Call, name: str, key: str, depth: int) -> bool:
+    """Is ``name`` (spread as ``**name`` into ``call``) a dict built in the enclosing function with
+    ``key`` set to None (:func:`_none_here`)?"""
+    caller = ctx.enclosing_function(call)
+    if caller is None:
+        return False
+    for n in ctx.walk(caller):
+        if not (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)):
+            continue
+        value = n.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+            if any(k.arg == key and _none_here(ctx, call, k.value, depth) for k in value.keywords):
+                return True
+        elif isinstance(value, ast.Dict):
+            if any(isinstance(k, ast.Constant) and k.value == key and _none_here(ctx, call, v, depth)
+                   for k, v in zip(value.keys, value.values)):
+                return True
+    return False
 
 
 def _runs_before_definition(ctx, fn, data) -> bool:
