@@ -9,7 +9,7 @@ import fnmatch
 import functools
 import re
 
-from .cuda_runtimes import SIMULATORS, cuda_runtime, imported_root, runtime_branch
+from .cuda_runtimes import SIMULATORS, cuda_runtime, faiss_gpu, imported_root, runtime_branch
 from .process_group import fixed_backends, gloo_group, nccl_parameter
 
 #: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the
@@ -334,6 +334,11 @@ def cuda_module_note(ctx, node: ast.AST) -> str:
         return (f"not rewritten: the branch imports `{imported_root(branch)}` (line {branch.lineno}), which drives "
                 "CUDA GPUs only, so its device is the GPU that runtime needs (yolov5's TensorRT backend hands it "
                 "raw pointers); rewritten, it would get another device's tensors. Give Trainium its own path")
+    index = faiss_gpu(ctx, node)
+    if index is not None:
+        return (f"not rewritten: the function hands its tensors to faiss's GPU API (`{ctx.segment(index.func)[:40]}`, "
+                f"line {index.lineno}), which reads CUDA memory only; rewritten, Trainium would give it neuron tensors. "
+                "Keep it for GPU runs; give Trainium faiss's CPU path")
     if uses_bitsandbytes(ctx, node):
         return ("not rewritten: the module uses bitsandbytes, whose kernels and 8-bit optimizers run on CUDA and "
                 "whose quantized parameters quantize when moved with `cuda()` (`.to(device)` does so only for "

@@ -71,3 +71,24 @@ def runtime_branch(ctx, node: ast.AST) -> ast.Import | ast.ImportFrom | None:
                 return found
         child = parent
     return None
+
+
+def faiss_gpu(ctx, node: ast.AST) -> ast.Call | None:
+    """A call of faiss's GPU API (``faiss.StandardGpuResources()``, ``faiss.GpuIndexFlatL2``,
+    ``faiss.index_cpu_to_all_gpus``) in the function holding ``node``, or None: the function's tensors
+    are what those GPU indexes read (fast-reid's ``compute_jaccard_distance`` moves its features with
+    ``.cuda()`` for them; read set 84), and faiss has no other accelerator."""
+    fn = ctx.enclosing_function(node)
+    if fn is None:
+        return None
+    memo = ctx.__dict__.setdefault("_nrn_faiss_gpu", {})
+    if id(fn) not in memo:
+        memo[id(fn)] = next((n for n in ctx.walk(fn) if isinstance(n, ast.Call) and _faiss_gpu_name(ctx.qualname(n.func))),
+                            None)
+    return memo[id(fn)]
+
+
+def _faiss_gpu_name(qual: str | None) -> bool:
+    parts = (qual or "").split(".")
+    return parts[0] == "faiss" and len(parts) > 1 and parts[-1] != "get_num_gpus" and (
+        "Gpu" in parts[-1] or "gpu" in parts[-1])
