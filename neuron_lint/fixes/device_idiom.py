@@ -28,6 +28,17 @@ from .guard_reach import typed_data_note
 from .guards import region_nodes
 from .line_length import line_length
 from .plan import DEVICE_VAR
+from .visible_devices import VISIBLE_LATER, chosen_before, picks_visible_devices
+
+
+def _top_statement(ctx, node: ast.AST) -> ast.stmt:
+    """The module-level statement that holds ``node``."""
+    top = node
+    for p in ctx.ancestors(node):
+        if p is ctx.tree:
+            break
+        top = p
+    return top
 
 
 def _string_definition(ctx, node) -> ast.Assign | None:
@@ -62,14 +73,19 @@ def plan_inline_definition(ctx, hit, node):
     if not ctx.allows("2.6"):
         return None
     at_import = ctx.at_module_level(stmt) or runs_at_import(ctx, stmt)
-    library = at_import and not ctx.is_script and not is_test_file(ctx)
-    message = "Define the device string with `torch.accelerator`" + (
-        " (this library module then probes the device when it is imported)" if library else "")
-    kind = "IfExp" if isinstance(stmt.value, ast.IfExp) else "SimpleString"
     branch = ctx.parent(stmt)
     # in the branch of an availability test (DeepFilterNet's `if torch.cuda.is_available():
     # TORCH_DEVICE = "cuda"`) there is an accelerator: its type, without asking again
     guarded = isinstance(branch, ast.If) and stmt in branch.body and is_availability(ctx, branch.test)
+    if (at_import and not guarded and not isinstance(stmt.value, ast.IfExp) and picks_visible_devices(ctx)
+            and not chosen_before(ctx, _top_statement(ctx, stmt))):
+        # IGEV's demo_video.py: `DEVICE = 'cuda'`, then `os.environ['CUDA_VISIBLE_DEVICES'] = '0'` (read set 87)
+        ctx.note(hit, f"not rewritten: {VISIBLE_LATER}")
+        return None
+    library = at_import and not ctx.is_script and not is_test_file(ctx)
+    message = "Define the device string with `torch.accelerator`" + (
+        " (this library module then probes the device when it is imported)" if library else "")
+    kind = "IfExp" if isinstance(stmt.value, ast.IfExp) else "SimpleString"
     return ctx.propose(hit, stmt.value, kind, message, {"mode": "inline", "name": name, "guarded": guarded},
                        applicability="unsafe" if library else None, fixer="device_string")
 

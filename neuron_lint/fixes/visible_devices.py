@@ -60,3 +60,26 @@ def _sets_visible_devices(path: str) -> bool:
 
 #: ``os.environ["CUDA_VISIBLE_DEVICES"] = ...`` (any ``*_VISIBLE_DEVICES``).
 _SETS_VISIBLE = re.compile(rb"""\[\s*['"]\w*_VISIBLE_DEVICES['"]\s*\]\s*=[^=]""")
+
+
+#: The note where a definition that probed nothing would ask the accelerator before the GPUs are chosen.
+VISIBLE_LATER = ("the module chooses its visible GPUs (`*_VISIBLE_DEVICES`) after this definition, which "
+                 "asks no driver; asking the accelerator here would start the CUDA driver first, and the "
+                 "choice would be ignored. Choose the GPUs above it, or define the device after")
+
+
+def chosen_before(ctx, stmt: ast.stmt) -> bool:
+    """Are the visible GPUs chosen before ``stmt`` (a module-level statement) runs: every
+    ``*_VISIBLE_DEVICES`` the module names is assigned at its top level above ``stmt``, and it calls no
+    ``select_device`` and imports no module of its project that sets them?"""
+    if _imports_device_picker(ctx):
+        return False
+    top = {id(s): s for s in ctx.tree.body}
+    for n in ctx.walk(ctx.tree):
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "select_device":
+            return False
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("_VISIBLE_DEVICES"):
+            owner = next((p for p in (n, *ctx.ancestors(n)) if id(p) in top), None)
+            if owner is None or owner.lineno >= stmt.lineno:
+                return False
+    return True
