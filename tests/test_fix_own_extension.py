@@ -104,6 +104,23 @@ def test_a_module_importing_a_library_of_cpu_and_cuda_operators_keeps_its_availa
         assert ("    if torch.cuda.is_available():\n        device" in fixed) == kept, (library, fixed)
 
 
+
+def test_a_module_importing_a_project_module_built_on_such_a_library_keeps_its_availability_tests(tmp_path):
+    """RFdiffusion's sampler (read set 87) picks CUDA or the CPU, and runs the model whose
+    ``util_module`` builds DGL graphs (CPU and CUDA only): on Trainium the CPU path is the one
+    that works. One import away counts; a project module importing neither does not."""
+    path = _project(tmp_path, None)
+    (tmp_path / "scripts" / "graphs.py").write_text("import torch\nimport dgl\n")
+    (tmp_path / "scripts" / "plain.py").write_text("import torch\n")
+    for imported, kept in (("from graphs import build\n", True), ("from plain import build\n", False)):
+        source = SCRIPT.replace("import torch\n", "import torch\n" + imported, 1)
+        fixed = fix_text(source, path, SETTINGS).text
+        assert ("    if torch.cuda.is_available():\n        device" in fixed) == kept, (imported, fixed)
+    (left,) = [f for f in check_source(SCRIPT.replace("import torch\n", "import torch\nfrom graphs import build\n", 1),
+                                       path, SETTINGS) if f.message.startswith("`torch.cuda.is_available`")]
+    assert "`dgl` (through `graphs`)" in left.fix_note, left.fix_note
+
+
 WRAPPER = (
     "import torch\n"
     "from torch.autograd import Function\n\n"

@@ -21,7 +21,7 @@ def cpu_path_note(ctx, node: ast.AST) -> str:
     checked = gate(ctx, node)
     library = checked and operator_library(ctx)
     if library:
-        return (f"not rewritten: the module uses `{library}`, which runs on the CPU and CUDA only; this "
+        return (f"not rewritten: the module uses {library}, which runs on the CPU and CUDA only; this "
                 "test sends Trainium down the CPU path, the one that works there. Rewritten, neuron tensors "
                 "would reach it")
     unsupported = checked and chooses_device(ctx, node) and unsupported_note(ctx)

@@ -22,12 +22,13 @@ import re
 
 from .module_kind import (
     import_bases,
+    import_candidates,
     is_test_path,
     module_files,
     search_bases,
     top_imports,
 )
-from .project_scan import MAX_BYTES, project_root, python_files
+from .project_scan import MAX_BYTES, per_file_version, project_root, python_files
 
 _BUILDS = re.compile(rb"\b(CUDAExtension|CppExtension|BuildExtension)\b")
 _JIT = re.compile(rb"\bcpp_extension\b")
@@ -354,7 +355,10 @@ CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torc
                                  "mmdet", "mmdet3d", "mmrotate", "torchsummary", "maskrcnn_benchmark",
                                  "scene_graph_benchmark",
                                  # Isaac Gym simulates on CUDA or the CPU (cleanrl's PPO, set 41)
-                                 "isaacgym", "isaacgymenvs"})
+                                 "isaacgym", "isaacgymenvs",
+                                 # DGL's graphs live on the CPU or a CUDA GPU (RFdiffusion's SE(3)
+                                 # transformer, read set 87)
+                                 "dgl"})
 
 
 #: AOTInductor's entry points: a shared library compiled and loaded for the CPU or GPUs.
@@ -363,17 +367,56 @@ AOT_INDUCTOR = frozenset({"torch._export.aot_compile", "torch._export.aot_load",
 
 
 def operator_library(ctx) -> str:
-    """The library of CPU-and-CUDA-only operators the module imports at its top (dlrm's
+    """The library of CPU-and-CUDA-only operators the module imports at its top, in backticks (dlrm's
     ``torchrec_dlrm``: ``if torch.cuda.is_available(): device = cuda, backend = nccl`` else the CPU
     with gloo, which is the TorchRec path that works on Trainium), or AOTInductor, which the module
     calls (TorchServe's export scripts, set 57: a shared library built and loaded for the CPU or
     CUDA), or ``""``."""
-    found = next((n for n in top_imports(ctx) if n.split(".")[0] in CPU_CUDA_LIBRARIES
-                  or ".".join(n.split(".")[:2]) in CPU_CUDA_LIBRARIES), "")
+    found = next((n for n in top_imports(ctx) if _cpu_cuda_library(n)), "")
     if not found and "aot" in ctx.text:
         found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
                       and ctx.qualname(n.func) in AOT_INDUCTOR), "")
-    return found
+    return f"`{found}`" if found else _through_project_module(ctx)
+
+
+def _cpu_cuda_library(name: str) -> bool:
+    return name.split(".")[0] in CPU_CUDA_LIBRARIES or ".".join(name.split(".")[:2]) in CPU_CUDA_LIBRARIES
+
+
+def _through_project_module(ctx) -> str:
+    """```dgl` (through `rfdiffusion.util_module`)`` when a module of the project that this one imports
+    at its top imports such a library at its own (RFdiffusion's ``model_runners``, whose sampler runs
+    the DGL graphs ``util_module`` builds), or ``""``."""
+    if not ctx.path:
+        return ""
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            modules = [(stmt.module or "", stmt.level)]
+        elif isinstance(stmt, ast.Import):
+            modules = [(a.name, 0) for a in stmt.names]
+        else:
+            continue
+        for module, level in modules:
+            for path in import_candidates(ctx.path, module, level):
+                library = _library_imported_by(path)
+                if library:
+                    return f"`{library}` (through `{'.' * level}{module}`)"
+    return ""
+
+
+_TOP_IMPORT = re.compile(rb"^(?:import|from)\s+([A-Za-z_][\w.]*)", re.MULTILINE)
+
+
+@per_file_version(missing="")
+def _library_imported_by(path: str) -> str:
+    """The CPU-and-CUDA-only library the module at ``path`` imports at its top level, or ``""``."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES)
+    except OSError:
+        return ""
+    return next((name for m in _TOP_IMPORT.finditer(data)
+                 for name in [m.group(1).decode("ascii", "replace")] if _cpu_cuda_library(name)), "")
 
 
 def own_extension(path: str) -> str:
