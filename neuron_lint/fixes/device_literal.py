@@ -29,6 +29,7 @@ availability idiom, device lists and parameter defaults have modules of their ow
 from __future__ import annotations
 
 import ast
+import os
 
 from .cuda_only import cuda_hardware_query
 from .decline import Decline
@@ -42,24 +43,24 @@ from .device_choice import (
     short,
 )
 from .device_defaults import plan_default, rewrite_default
-from .device_dispatch import keyed_table
 from .device_destinations import (
     amp_callee,
-    option_dest,
-    other_runtime_call,
     asserted_by_test,
     assigned_checked_as_cuda,
     assigned_for_amp,
     default_checked_as_cuda,
     default_for_amp,
+    option_dest,
+    other_runtime_call,
 )
+from .device_dispatch import keyed_table
 from .device_forms import (
     convert,
     cst_kind,
     cst_literal_kind,
     literal_kind,
-    rewrite_decided,
     one_literal,
+    rewrite_decided,
     word,
 )
 from .device_idiom import (
@@ -76,8 +77,10 @@ from .guard_reach import chosen_by_flag, compared_as_cuda, sliced_note, typed_da
 from .guards import region_nodes
 from .load_locations import load_location
 from .module_kind import forks_workers
-from .visible_devices import VISIBLE_LATER, chosen_before, picks_visible_devices
+from .name_dispatch import reached_dispatcher
 from .own_extension import own_extension
+from .project_scan import project_root
+from .visible_devices import VISIBLE_LATER, chosen_before, picks_visible_devices
 
 
 def _parametrize_value(ctx, node) -> bool:
@@ -234,6 +237,14 @@ def _kept_literal(ctx, node) -> str:
     table = keyed_table(ctx, node) or sliced_note(ctx, node)
     if table:
         return table
+    mapped = reached_dispatcher(ctx)
+    if mapped is not None:
+        name, file, line = mapped
+        where = os.path.relpath(file, project_root(ctx.path) or os.path.dirname(file))
+        return (f"the project maps device names to devices itself in `{name}` ({where}:{line}), which knows "
+                "CUDA's and other accelerators' names but not `neuron`, and takes any other name for the CPU; "
+                "the current device's name would reach it and be taken for the CPU there. Teach it the "
+                "accelerator first")
     choices = _listed_choice(ctx, node)
     if choices is not None:
         return (f"the option only accepts `{short(ctx, choices)}`; with the current device as its default, "

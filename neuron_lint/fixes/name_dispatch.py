@@ -1,0 +1,132 @@
+"""Does the project map device *names* to devices itself, knowing CUDA's and other accelerators' but
+not Neuron's, and taking any other name for the CPU? mace's ``torch_tools.init_device(device_str)``:
+``"cuda" in device_str`` -> CUDA, ``== "mps"``, ``== "xpu"``, else ``torch.device("cpu")``. A
+``"neuron"`` chosen by a fix and handed to such a function is taken for the CPU there while the rest
+of the code moves to ``neuron`` (its ``MACECalculator`` moved the model with ``.to(device)`` and kept
+the batches on the CPU: read set 87). A module that calls such a function, or imports at its top a
+module of its project that does, keeps its CUDA device strings.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import re
+
+from .module_kind import import_candidates, is_test_path
+from .project_scan import MAX_BYTES, per_file_version, project_root, python_files
+
+#: Device names that, compared with a function's parameter beside CUDA's, make it a dispatcher.
+_OTHER_ACCELERATORS = frozenset({"mps", "xpu", "hpu", "npu", "mlu", "xla", "tpu", "cpu"})
+
+
+#: A comparison with another accelerator's name, as text (most files have none: no parse for them).
+_COMPARED_NAME = re.compile(rb"""(?:==|!=)\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)["']|"""
+                            rb"""["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)["']\s*(?:==|!=|in\b)|"""
+                            rb"""startswith\(\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)""")
+
+
+@functools.lru_cache(maxsize=16)
+def project_dispatchers(root: str) -> tuple[tuple[str, str, int], ...]:
+    """``(function name, file, line)`` of the project's device-name dispatchers (see the module docs)."""
+    found: list[tuple[str, str, int]] = []
+    for path, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
+        if b"cuda" not in data or not _COMPARED_NAME.search(data):
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _dispatches(node):
+                found.append((node.name, path, node.lineno))
+    return tuple(found)
+
+
+def _dispatches(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Does ``fn`` compare its first parameter with ``"cuda"`` and another accelerator's name, never
+    with ``"neuron"``, and fall back to ``torch.device("cpu")``?"""
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    if not params:
+        return False
+    name = params[0].arg
+    names: set[str] = set()
+    falls_back = False
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Compare) and len(n.ops) == 1:
+            left, right = n.left, n.comparators[0]
+            if isinstance(n.ops[0], (ast.Eq, ast.NotEq)):
+                pair = (left, right) if _is_param(left, name) else (right, left) if _is_param(right, name) else None
+                if pair and isinstance(pair[1], ast.Constant) and isinstance(pair[1].value, str):
+                    names.add(pair[1].value)
+            elif (isinstance(n.ops[0], ast.In) and _is_param(right, name) and isinstance(left, ast.Constant)
+                  and isinstance(left.value, str)):
+                names.add(left.value)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "startswith" and _is_param(n.func.value, name) and n.args and isinstance(
+                    n.args[0], ast.Constant) and isinstance(n.args[0].value, str):
+                names.add(n.args[0].value)
+            elif n.func.attr == "device" and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == "cpu":
+                falls_back = True
+    return (falls_back and "cuda" in names and "neuron" not in names
+            and bool(names & (_OTHER_ACCELERATORS - {"cpu"})))
+
+
+def _is_param(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def reached_dispatcher(ctx) -> tuple[str, str, int] | None:
+    """The project's dispatcher (name, file, line) the module calls, or that a module of its project
+    it imports at its top calls; None when there is none. Asked once per module."""
+    memo = ctx.__dict__.get("_nrn_name_dispatch", False)
+    if memo is not False:
+        return memo
+    found = None
+    root = project_root(ctx.path) if ctx.path else None
+    dispatchers = project_dispatchers(root) if root else ()
+    if dispatchers:
+        names = {name for name, _, _ in dispatchers}
+        called = _called(ctx.text.encode("utf-8", "surrogatepass"), frozenset(names))
+        if not called:
+            for stmt in ctx.tree.body:
+                if isinstance(stmt, ast.ImportFrom):
+                    modules = [(stmt.module or "", stmt.level)]
+                elif isinstance(stmt, ast.Import):
+                    modules = [(a.name, 0) for a in stmt.names]
+                else:
+                    continue
+                called = next((c for module, level in modules for path in import_candidates(ctx.path, module, level)
+                               for c in [_called_in(path, frozenset(names))] if c), "")
+                if called:
+                    break
+        if called:
+            found = next(d for d in dispatchers if d[0] == called)
+    ctx.__dict__["_nrn_name_dispatch"] = found
+    return found
+
+
+_CALL = re.compile(rb"(?<!def )\b([A-Za-z_]\w*)\s*\(")
+
+
+def _called(data: bytes, names: frozenset[str]) -> str:
+    """The first of ``names`` (in order) the code calls (not the ``def`` of it), or ``""``."""
+    calls = {m.group(1) for m in _CALL.finditer(data)} if data else set()
+    return next((name for name in sorted(names) if name.encode() in calls), "")
+
+
+@per_file_version(missing=frozenset())
+def _calls_in_file(path: str) -> frozenset[bytes]:
+    """The names the module at ``path`` calls (read as text)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES)
+    except OSError:
+        return frozenset()
+    return frozenset(m.group(1) for m in _CALL.finditer(data))
+
+
+def _called_in(path: str, names: frozenset[str]) -> str:
+    calls = _calls_in_file(path)
+    return next((name for name in sorted(names) if name.encode() in calls), "")

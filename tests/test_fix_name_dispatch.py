@@ -1,0 +1,69 @@
+"""A project that maps device names to devices itself keeps the CUDA device strings that reach it.
+
+mace's ``init_device(device_str)`` knows ``cuda``, ``mps`` and ``xpu`` and takes any other name
+for the CPU; its ``mace_mp(device="")`` chose ``"cuda" if torch.cuda.is_available() else "cpu"``
+and handed it to ``MACECalculator``, which moves the model with ``.to(device)`` and the batches to
+``init_device(device)``. Rewritten to the current device's name, Trainium put the model on
+``neuron`` and the batches on the CPU (read set 87).
+"""
+
+from __future__ import annotations
+
+from neuron_lint.config.settings import Settings
+from neuron_lint.fixes.apply import fix_text
+
+DISPATCHER = '''import torch
+
+
+def init_device(device_str):
+    if "cuda" in device_str:
+        return torch.device(device_str)
+    if device_str == "mps":
+        return torch.device("mps")
+    return torch.device("cpu")
+'''
+CALCULATOR = '''from tools import init_device
+
+
+class Calculator:
+    def __init__(self, model, device):
+        self.model = model.to(device)
+        self.device = init_device(device)
+'''
+FOUNDATION = '''import torch
+
+from calculator import Calculator
+
+
+def foundation_model(model, device=""):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return Calculator(model, device=device)
+'''
+SETTINGS = Settings(select=("NRN2",), unsafe_fixes=True)
+
+
+def _project(tmp_path, dispatcher: str = DISPATCHER):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "tools.py").write_text(dispatcher)
+    (tmp_path / "calculator.py").write_text(CALCULATOR)
+    path = tmp_path / "foundations.py"
+    path.write_text(FOUNDATION)
+    return str(path)
+
+
+def test_a_device_string_reaching_the_projects_name_dispatcher_stays(tmp_path):
+    path = _project(tmp_path)
+    result = fix_text(FOUNDATION, path, SETTINGS)
+    assert result.text == FOUNDATION
+    notes = [f.fix_note for f in result.remaining if f.code in ("NRN202", "NRN213")]
+    assert notes and "`init_device` (tools.py:4)" in notes[0], notes
+
+
+def test_a_dispatcher_that_knows_neuron_or_a_module_that_never_reaches_one_is_rewritten(tmp_path):
+    knows = DISPATCHER.replace('    if device_str == "mps":', '    if device_str == "neuron":\n'
+                               '        return torch.device("neuron")\n    if device_str == "mps":')
+    path = _project(tmp_path, knows)
+    assert "torch.cuda" not in fix_text(FOUNDATION, path, SETTINGS).text
+    path = _project(tmp_path)
+    alone = FOUNDATION.replace("from calculator import Calculator\n", "from other import Calculator\n")
+    assert "torch.cuda" not in fix_text(alone, path, SETTINGS).text
