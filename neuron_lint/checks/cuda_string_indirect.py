@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable
 from ..catalog.registry import matcher
 from ..engine.parameters import parameter_defaults
 from ..engine.values import argument
-from .device_strings import cuda_literal, device_named
+from .device_strings import cuda_literal, device_named, format_in
 
 if TYPE_CHECKING:
     from ..engine.semantic import SemanticModel
@@ -185,6 +185,19 @@ def _sinks(model: SemanticModel) -> dict[str, set[str]]:
     return sinks
 
 
+def _indexed_arm(node: ast.IfExp) -> ast.AST | None:
+    """The CUDA arm of ``f"cuda:{rank}" if torch.cuda.is_available() else "cpu"`` (or of
+    ``"cuda:{}".format(rank) if ...``), built with a run-time index: NRN203's fix of the test takes
+    ``"cuda"`` and ``"cuda:0"`` arms along, not these (unimatch's ``loc``, read set 84)."""
+    for arm in (node.body, node.orelse):
+        if isinstance(arm, ast.JoinedStr) and cuda_literal(arm) is not None:
+            return arm
+        found = format_in(arm)
+        if found is not None:
+            return found
+    return None
+
+
 @matcher(ast.Assign, ast.AnnAssign)
 def cuda_string_flow(model: SemanticModel, node: ast.AST) -> Iterable[tuple[ast.AST, str]]:
     """``backend = "nccl"`` later given to ``init_process_group(backend=backend)``; ``loc = f"cuda:{gpu}"``
@@ -200,7 +213,10 @@ def cuda_string_flow(model: SemanticModel, node: ast.AST) -> Iterable[tuple[ast.
         if not text:
             continue
         name = text.rsplit(".", 1)[-1]
-        cuda = None if idiom else (cuda_literal(value) or (_fallback_cuda(value) if not device_named(name) else None))
+        if idiom:  # NRN202 reports it in a device-named variable; elsewhere its indexed arm is ours
+            cuda = None if device_named(name) else _indexed_arm(value)
+        else:
+            cuda = cuda_literal(value) or (_fallback_cuda(value) or format_in(value) if not device_named(name) else None)
         nccl = _nccl_literal(value)
         if cuda is None and nccl is None:
             continue

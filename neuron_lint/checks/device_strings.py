@@ -93,11 +93,12 @@ def cuda_concatenation(node: ast.AST) -> bool:
             and not isinstance(right.args[0], ast.Starred))
 
 
-def _format_in(value: ast.AST | None) -> ast.AST | None:
+def format_in(value: ast.AST | None) -> ast.AST | None:
+    """``"cuda:{}".format(i)`` (or ``% i``, ``+ str(i)``) in ``value`` or either arm of its ``a if c else b``, or None."""
     if value is None:
         return None
     if isinstance(value, ast.IfExp):
-        return _format_in(value.body) or _format_in(value.orelse)
+        return format_in(value.body) or format_in(value.orelse)
     return value if _cuda_format_string(value) else None
 
 
@@ -125,7 +126,7 @@ def device_string_format(model: SemanticModel, node: ast.AST) -> Iterable[tuple[
             if name and device_named(name):
                 values.append(node.value)
     for value in values:
-        found = _format_in(value)
+        found = format_in(value)
         if found is not None:
             yield found, "cuda:{…}"
 
