@@ -67,3 +67,30 @@ def test_a_dispatcher_that_knows_neuron_or_a_module_that_never_reaches_one_is_re
     path = _project(tmp_path)
     alone = FOUNDATION.replace("from calculator import Calculator\n", "from other import Calculator\n")
     assert "torch.cuda" not in fix_text(alone, path, SETTINGS).text
+
+
+def test_a_device_string_reaching_a_table_looked_up_by_device_type_without_neuron_stays(tmp_path):
+    # LightGlue (read set 87): `pruning_keypoint_thresholds = {"cpu": -1, "mps": -1, "cuda": 1024}`
+    # read as `[device.type]` in the model its package exports; the benchmark's device moved to
+    # `neuron` would raise KeyError there
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    package = tmp_path / "matcher"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .model import Matcher\n")
+    (package / "model.py").write_text(
+        "class Matcher:\n    thresholds = {'cpu': -1, 'mps': -1, 'cuda': 1024}\n\n"
+        "    def min_points(self, device):\n        return self.thresholds[device.type]\n")
+    script = ("import torch\n\nfrom matcher import Matcher\n\n"
+              "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+              "print(Matcher().min_points(device))\n")
+    path = tmp_path / "benchmark.py"
+    path.write_text(script)
+    result = fix_text(script, str(path), SETTINGS)
+    assert result.text == script
+    assert any("`thresholds` (matcher/model.py:2)" in (f.fix_note or "") for f in result.remaining)
+    # with a `neuron` entry the table is no obstacle
+    (package / "model.py").write_text((package / "model.py").read_text().replace("'cuda': 1024", "'cuda': 1024, 'neuron': 1024"))
+    from neuron_lint.fixes.name_dispatch import project_dispatchers
+
+    project_dispatchers.cache_clear()
+    assert "torch.cuda" not in fix_text(script, str(path), SETTINGS).text

@@ -239,8 +239,12 @@ def _kept_literal(ctx, node) -> str:
         return table
     mapped = reached_dispatcher(ctx)
     if mapped is not None:
-        name, file, line = mapped
+        name, file, line, kind = mapped
         where = os.path.relpath(file, project_root(ctx.path) or os.path.dirname(file))
+        if kind == "table":
+            return (f"the project looks devices up by type in `{name}` ({where}:{line}), which has entries for "
+                    "CUDA and the CPU but none for `neuron`: the current device would raise `KeyError` there. "
+                    "Add an entry for it first")
         return (f"the project maps device names to devices itself in `{name}` ({where}:{line}), which knows "
                 "CUDA's and other accelerators' names but not `neuron`, and takes any other name for the CPU; "
                 "the current device's name would reach it and be taken for the CPU there. Teach it the "

@@ -27,21 +27,56 @@ _COMPARED_NAME = re.compile(rb"""(?:==|!=)\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)
                             rb"""startswith\(\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)""")
 
 
+#: A dict keyed by CUDA's device name, as text (a table looked up by a device's type).
+_CUDA_KEY = re.compile(rb"""["']cuda["']\s*:""")
+
+
 @functools.lru_cache(maxsize=16)
-def project_dispatchers(root: str) -> tuple[tuple[str, str, int], ...]:
-    """``(function name, file, line)`` of the project's device-name dispatchers (see the module docs)."""
-    found: list[tuple[str, str, int]] = []
+def project_dispatchers(root: str) -> tuple[tuple[str, str, int, str], ...]:
+    """``(name, file, line, kind)`` of the project's device-name dispatchers: functions (kind
+    ``"function"``, see the module docs) and tables looked up by a device's type that have no
+    ``"neuron"`` entry (kind ``"table"``: LightGlue's ``pruning_keypoint_thresholds = {"cpu": -1,
+    "mps": -1, "cuda": 1024, ...}`` read as ``[device.type]``; read set 87)."""
+    found: list[tuple[str, str, int, str]] = []
     for path, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
-        if b"cuda" not in data or not _COMPARED_NAME.search(data):
+        if b"cuda" not in data:
+            continue
+        functions, tables = _COMPARED_NAME.search(data), _CUDA_KEY.search(data) and b".type]" in data
+        if not (functions or tables):
             continue
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _dispatches(node):
-                found.append((node.name, path, node.lineno))
+        if functions:
+            found += [(node.name, path, node.lineno, "function") for node in ast.walk(tree)
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _dispatches(node)]
+        if tables:
+            found += [(name, path, line, "table") for name, line in _device_tables(tree)]
     return tuple(found)
+
+
+def _device_tables(tree: ast.Module) -> list[tuple[str, int]]:
+    """``(name, line)`` of the dicts assigned to a name, keyed by ``"cuda"`` and ``"cpu"`` among
+    strings and without ``"neuron"``, that the module subscripts with a ``<device>.type``."""
+    looked_up = {_subscripted_name(n.value) for n in ast.walk(tree) if isinstance(n, ast.Subscript)
+                 and isinstance(n.slice, ast.Attribute) and n.slice.attr == "type"}
+    out = []
+    for n in ast.walk(tree):
+        if not (isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, ast.Dict)):
+            continue
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+        names = [t.id if isinstance(t, ast.Name) else getattr(t, "attr", None) for t in targets]
+        keys = {k.value for k in n.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        if {"cuda", "cpu"} <= keys and "neuron" not in keys:
+            out += [(name, n.lineno) for name in names if name and name in looked_up]
+    return out
+
+
+def _subscripted_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
 
 
 def _dispatches(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -77,30 +112,25 @@ def _is_param(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
-def reached_dispatcher(ctx) -> tuple[str, str, int] | None:
-    """The project's dispatcher (name, file, line) the module calls, or that a module of its project
-    it imports at its top calls; None when there is none. Asked once per module."""
+def reached_dispatcher(ctx) -> tuple[str, str, int, str] | None:
+    """The project's dispatcher (name, file, line, kind) the module calls, or that a module of its
+    project it imports at its top calls, or the table a module it imports (itself, or through its
+    package's ``__init__``) holds; None when there is none. Asked once per module."""
     memo = ctx.__dict__.get("_nrn_name_dispatch", False)
     if memo is not False:
         return memo
     found = None
     root = project_root(ctx.path) if ctx.path else None
     dispatchers = project_dispatchers(root) if root else ()
-    if dispatchers:
-        names = {name for name, _, _ in dispatchers}
+    tables = [d for d in dispatchers if d[3] == "table"]
+    if tables:
+        found = _importing_table(ctx, tables)
+    dispatchers = [d for d in dispatchers if d[3] == "function"]
+    if dispatchers and found is None:
+        names = {name for name, _, _, _ in dispatchers}
         called = _called(ctx.text.encode("utf-8", "surrogatepass"), frozenset(names))
         if not called:
-            for stmt in ctx.tree.body:
-                if isinstance(stmt, ast.ImportFrom):
-                    modules = [(stmt.module or "", stmt.level)]
-                elif isinstance(stmt, ast.Import):
-                    modules = [(a.name, 0) for a in stmt.names]
-                else:
-                    continue
-                called = next((c for module, level in modules for path in import_candidates(ctx.path, module, level)
-                               for c in [_called_in(path, frozenset(names))] if c), "")
-                if called:
-                    break
+            called = next((c for path in _top_imported_files(ctx) for c in [_called_in(path, frozenset(names))] if c), "")
         if called:
             found = next(d for d in dispatchers if d[0] == called)
     ctx.__dict__["_nrn_name_dispatch"] = found
@@ -108,6 +138,52 @@ def reached_dispatcher(ctx) -> tuple[str, str, int] | None:
 
 
 _CALL = re.compile(rb"(?<!def )\b([A-Za-z_]\w*)\s*\(")
+
+
+def _top_imported_files(ctx):
+    """The project files of the module's top-level imports."""
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            modules = [(stmt.module or "", stmt.level)]
+        elif isinstance(stmt, ast.Import):
+            modules = [(a.name, 0) for a in stmt.names]
+        else:
+            continue
+        for module, level in modules:
+            yield from import_candidates(ctx.path, module, level)
+
+
+def _importing_table(ctx, tables) -> tuple[str, str, int, str] | None:
+    """The table (of ``tables``) held by this module, or by a module it imports at its top, directly
+    or as a package whose ``__init__`` imports it (``from lightglue import LightGlue``)."""
+    held = {os.path.abspath(t[1]): t for t in tables}
+    if os.path.abspath(ctx.path) in held:
+        return held[os.path.abspath(ctx.path)]
+    for path in _top_imported_files(ctx):
+        path = os.path.abspath(path)
+        if path in held:
+            return held[path]
+        if os.path.basename(path) == "__init__.py":
+            folder = os.path.dirname(path)
+            for table_path, table in held.items():
+                if os.path.dirname(table_path) == folder and os.path.splitext(os.path.basename(table_path))[0].encode() \
+                        in _calls_in_file(path) | _imported_in_file(path):
+                    return table
+    return None
+
+
+_IMPORTED = re.compile(rb"^\s*from\s+\.([A-Za-z_]\w*)\s+import", re.MULTILINE)
+
+
+@per_file_version(missing=frozenset())
+def _imported_in_file(path: str) -> frozenset[bytes]:
+    """The sibling modules a package's ``__init__`` imports (``from .lightglue import LightGlue``)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES)
+    except OSError:
+        return frozenset()
+    return frozenset(m.group(1) for m in _IMPORTED.finditer(data))
 
 
 def _called(data: bytes, names: frozenset[str]) -> str:
