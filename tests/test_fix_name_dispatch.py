@@ -90,7 +90,7 @@ def test_a_device_string_reaching_a_table_looked_up_by_device_type_without_neuro
     assert any("`thresholds` (matcher/model.py:2)" in (f.fix_note or "") for f in result.remaining)
     # with a `neuron` entry the table is no obstacle
     (package / "model.py").write_text((package / "model.py").read_text().replace("'cuda': 1024", "'cuda': 1024, 'neuron': 1024"))
-    from neuron_lint.fixes.name_dispatch import project_dispatchers
+    from neuron_lint.fixes.project_scan import clear_source_indexes
 
-    project_dispatchers.cache_clear()
+    clear_source_indexes()
     assert "torch.cuda" not in fix_text(script, str(path), SETTINGS).text

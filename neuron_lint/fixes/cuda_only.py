@@ -9,7 +9,13 @@ import fnmatch
 import functools
 import re
 
-from .cuda_runtimes import SIMULATORS, cuda_runtime, faiss_gpu, imported_root, runtime_branch
+from .cuda_runtimes import (
+    SIMULATORS,
+    cuda_runtime,
+    faiss_gpu,
+    imported_root,
+    runtime_branch,
+)
 from .process_group import fixed_backends, gloo_group, nccl_parameter
 
 #: CUDA-only libraries (NRN6xx) by their import names: their calls are CUDA code, and so are the

@@ -78,6 +78,8 @@ def faiss_gpu(ctx, node: ast.AST) -> ast.Call | None:
     ``faiss.index_cpu_to_all_gpus``) in the function holding ``node``, or None: the function's tensors
     are what those GPU indexes read (fast-reid's ``compute_jaccard_distance`` moves its features with
     ``.cuda()`` for them; read set 84), and faiss has no other accelerator."""
+    if "faiss" not in ctx.text:
+        return None
     fn = ctx.enclosing_function(node)
     if fn is None:
         return None

@@ -12,7 +12,7 @@ import functools
 import os
 import re
 
-from .project_scan import per_file_version
+from .project_scan import per_file_version, source_index, source_reader
 
 
 def is_str(node, *values) -> bool:
@@ -33,6 +33,11 @@ def is_test_path(path: str) -> bool:
     if any(fnmatch.fnmatch(name, pattern) for pattern in _TEST_FILES):
         return True
     return any(p in _TEST_DIRS for p in parts[:-1])
+
+
+def non_test(parts: tuple[str, ...], name: str) -> bool:
+    """For :func:`.project_scan.python_files`: is the file (its folder's parts, its name) no test?"""
+    return not is_test_path(os.path.join(*parts, name))
 
 
 def _project_parts(path: str) -> list[str]:
@@ -299,7 +304,7 @@ def _search_stems(importer: str, root: str, module: str) -> list[str]:
 def _imported_names(root: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """The last part of every module name the project's modules (not its tests) import, and the
     names of ``from . import ...``, each with the files that import it and the dotted name written."""
-    from .project_scan import project_files, python_files
+    from .project_scan import project_files
 
     found: dict[str, list[tuple[str, str]]] = {}
     # a config naming a class by its dotted path (`target: ldm.modules.encoders.modules.FrozenCLIPEmbedder`,
@@ -309,19 +314,28 @@ def _imported_names(root: str) -> dict[str, tuple[tuple[str, str], ...]]:
             dotted = m.group(1).decode("ascii", "replace").rpartition(".")[0]
             if "." in dotted:
                 found.setdefault(dotted.rsplit(".", 1)[-1], []).append((file, dotted))
-    for file, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
-        for m in _IMPORTS.finditer(data):
-            module, names, plain = m.group(1), m.group(2), m.group(3)
-            if module:  # `from pkg import name` names an object as often as a module: only `from . import`
-                dotted = [n for n in names.replace(b" ", b"").split(b",")] if module.strip(b".") == b"" else []
-                dotted.append(module)
-            else:
-                dotted = [p.strip().split(b" ")[0] for p in plain.split(b",")]
-            for d in dotted:
-                d = d.decode("ascii", "replace").strip(".")
-                if d:
-                    found.setdefault(d.rsplit(".", 1)[-1], []).append((file, d))
+    for imported in source_index(root, "imported_names", non_test):
+        for file, d in imported:
+            found.setdefault(d.rsplit(".", 1)[-1], []).append((file, d))
     return {k: tuple(v) for k, v in found.items()}
+
+
+@source_reader("imported_names")
+def _imports_of(file: str, data: bytes) -> list[tuple[str, str]]:
+    """``(file, dotted name)`` of each module the source imports (and the names of ``from . import``)."""
+    out = []
+    for m in _IMPORTS.finditer(data):
+        module, names, plain = m.group(1), m.group(2), m.group(3)
+        if module:  # `from pkg import name` names an object as often as a module: only `from . import`
+            dotted = [n for n in names.replace(b" ", b"").split(b",")] if module.strip(b".") == b"" else []
+            dotted.append(module)
+        else:
+            dotted = [p.strip().split(b" ")[0] for p in plain.split(b",")]
+        for d in dotted:
+            d = d.decode("ascii", "replace").strip(".")
+            if d:
+                out.append((file, d))
+    return out
 
 
 def top_imports(ctx) -> list[str]:

@@ -10,12 +10,17 @@ module of its project that does, keeps its CUDA device strings.
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import re
 
-from .module_kind import import_candidates, is_test_path
-from .project_scan import MAX_BYTES, per_file_version, project_root, python_files
+from .module_kind import import_candidates, non_test
+from .project_scan import (
+    MAX_BYTES,
+    per_file_version,
+    project_root,
+    source_index,
+    source_reader,
+)
 
 #: Device names that, compared with a function's parameter beside CUDA's, make it a dispatcher.
 _OTHER_ACCELERATORS = frozenset({"mps", "xpu", "hpu", "npu", "mlu", "xla", "tpu", "cpu"})
@@ -31,29 +36,33 @@ _COMPARED_NAME = re.compile(rb"""(?:==|!=)\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)
 _CUDA_KEY = re.compile(rb"""["']cuda["']\s*:""")
 
 
-@functools.lru_cache(maxsize=16)
 def project_dispatchers(root: str) -> tuple[tuple[str, str, int, str], ...]:
     """``(name, file, line, kind)`` of the project's device-name dispatchers: functions (kind
     ``"function"``, see the module docs) and tables looked up by a device's type that have no
     ``"neuron"`` entry (kind ``"table"``: LightGlue's ``pruning_keypoint_thresholds = {"cpu": -1,
     "mps": -1, "cuda": 1024, ...}`` read as ``[device.type]``; read set 87)."""
-    found: list[tuple[str, str, int, str]] = []
-    for path, data in python_files(root, lambda parts, name: not is_test_path(os.path.join(*parts, name))):
-        if b"cuda" not in data:
-            continue
-        functions, tables = _COMPARED_NAME.search(data), _CUDA_KEY.search(data) and b".type]" in data
-        if not (functions or tables):
-            continue
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        if functions:
-            found += [(node.name, path, node.lineno, "function") for node in ast.walk(tree)
-                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _dispatches(node)]
-        if tables:
-            found += [(name, path, line, "table") for name, line in _device_tables(tree)]
-    return tuple(found)
+    return tuple(d for found in source_index(root, "device_dispatchers", non_test) for d in found)
+
+
+@source_reader("device_dispatchers")
+def _dispatchers_in(path: str, data: bytes) -> list[tuple[str, str, int, str]]:
+    """The dispatchers one source file defines (most files have none: no parse for them)."""
+    if b"cuda" not in data:
+        return []
+    functions, tables = _COMPARED_NAME.search(data), _CUDA_KEY.search(data) and b".type]" in data
+    if not (functions or tables):
+        return []
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    found = []
+    if functions:
+        found += [(node.name, path, node.lineno, "function") for node in ast.walk(tree)
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _dispatches(node)]
+    if tables:
+        found += [(name, path, line, "table") for name, line in _device_tables(tree)]
+    return found
 
 
 def _device_tables(tree: ast.Module) -> list[tuple[str, int]]:
@@ -206,3 +215,20 @@ def _calls_in_file(path: str) -> frozenset[bytes]:
 def _called_in(path: str, names: frozenset[str]) -> str:
     calls = _calls_in_file(path)
     return next((name for name in sorted(names) if name.encode() in calls), "")
+
+
+def dispatcher_note(ctx) -> str:
+    """Why the module's CUDA device strings stay, when it reaches a dispatcher (the note), or ``""``."""
+    mapped = reached_dispatcher(ctx)
+    if mapped is None:
+        return ""
+    name, file, line, kind = mapped
+    where = os.path.relpath(file, project_root(ctx.path) or os.path.dirname(file))
+    if kind == "table":
+        return (f"the project looks devices up by type in `{name}` ({where}:{line}), which has entries for "
+                "CUDA and the CPU but none for `neuron`: the current device would raise `KeyError` there. "
+                "Add an entry for it first")
+    return (f"the project maps device names to devices itself in `{name}` ({where}:{line}), which knows "
+            "CUDA's and other accelerators' names but not `neuron`, and takes any other name for the CPU; "
+            "the current device's name would reach it and be taken for the CPU there. Teach it the "
+            "accelerator first")

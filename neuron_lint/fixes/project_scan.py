@@ -5,6 +5,10 @@ or ``.git``. Its files are read in a fixed order, skipping hidden folders, virtu
 build output, at most ``MAX_FILES`` of them and none above ``MAX_BYTES``: what
 :mod:`.native_neuron` (does the project already reach Trainium natively?) and :mod:`.mocked`
 (which ``torch.cuda`` functions do its tests replace?) read, once per process each.
+
+The indexes several modules keep of a project's sources (which modules it imports, its own
+device-name dispatchers) come from one read of its non-test files (:func:`source_index`): each
+registers, with :func:`source_reader`, what it takes from one file.
 """
 
 from __future__ import annotations
@@ -90,3 +94,41 @@ def per_file_version(missing: Any) -> Callable:
             return keyed(path, st.st_mtime_ns, st.st_size)
         return cached
     return wrap
+
+
+#: What each project-wide index takes from one of the project's non-test Python files: its name ->
+#: ``read(path, data)``, which returns what to keep of the file (None or empty: nothing).
+_SOURCE_READERS: dict[str, Callable[[str, bytes], Any]] = {}
+
+
+def source_reader(name: str) -> Callable:
+    """Register ``read(path, data)`` as what the index ``name`` takes from each source file."""
+    def register(read: Callable[[str, bytes], Any]) -> Callable[[str, bytes], Any]:
+        _SOURCE_READERS[name] = read
+        return read
+    return register
+
+
+def source_index(root: str, name: str, wanted: Callable[[tuple[str, ...], str], bool]) -> tuple:
+    """What the reader registered as ``name`` kept of each Python file of the project at ``root``
+    that ``wanted`` takes (see :func:`python_files`; the same function object for every index, such
+    as :func:`.module_kind.non_test`), in the files' order: one read of the files serves every index."""
+    index = _source_index(root, tuple(_SOURCE_READERS), wanted)
+    return index[name]
+
+
+@functools.lru_cache(maxsize=16)
+def _source_index(root: str, names: tuple[str, ...], wanted: Callable) -> dict[str, tuple]:
+    readers = [(name, _SOURCE_READERS[name]) for name in names]
+    found: dict[str, list] = {name: [] for name in names}
+    for path, data in python_files(root, wanted):
+        for name, read in readers:
+            kept = read(path, data)
+            if kept:
+                found[name].append(kept)
+    return {name: tuple(kept) for name, kept in found.items()}
+
+
+def clear_source_indexes() -> None:
+    """Forget every project's indexes (tests that change a project's files)."""
+    _source_index.cache_clear()
