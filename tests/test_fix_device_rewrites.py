@@ -1689,3 +1689,36 @@ def test_a_script_named_test_that_defines_no_tests_gets_its_check_rewritten():
                       ("tests/test_pipeline.py", PIPELINE_SCRIPT), ("unit_tests/test_pipeline.py", PIPELINE_SCRIPT),
                       ("test_pipeline.py", PIPELINE_SCRIPT.split("\n\nif __name__")[0] + "\n")):
         assert "torch.cuda.is_available()" in fix_all(src, path)
+
+
+def test_a_test_run_on_cuda_alone_keeps_its_cuda_device():
+    # torchani's tests/test_cuaev.py (read set 87): `@expand(device="cuda")` makes a class for CUDA only,
+    # skipped without it; as the current device's type, a CPU-only host ran the cuAEV tests on the CPU
+    src = """
+        import pytest
+        import torch
+
+        from mypkg.testing import expand
+
+
+        @expand(device="cuda")
+        class TestKernel:
+            def test_it(self):
+                assert torch.ones(2, device=self.device).sum() == 2
+
+
+        @pytest.mark.parametrize("device", ["cuda"])
+        def test_one(device):
+            assert torch.ones(2, device=device).sum() == 2
+
+
+        @pytest.mark.parametrize("device", ["cpu", "cuda"])
+        def test_two(device):
+            assert torch.ones(2, device=device).sum() == 2
+    """
+    fixed = fix_all(src, "tests/test_kernel.py", unsafe_fixes=True)
+    assert '@expand(device="cuda")' in fixed
+    assert '@pytest.mark.parametrize("device", ["cuda"])' in fixed
+    assert '@pytest.mark.parametrize("device", ["cpu", _current_device().type])' in fixed
+    left = notes(src, "tests/test_kernel.py", select=("NRN2",))
+    assert sum("the test runs on CUDA alone" in n for n in left) == 2, left

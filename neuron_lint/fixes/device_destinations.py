@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import ast
 
-from .device_choice import cuda_test, is_availability, short
+from ..checks.device_strings import device_named
+from .device_choice import cuda_test, is_availability, is_test_file, short
 from .device_defaults import parameter_default
 from .module_kind import is_str, is_test_path
 
@@ -248,4 +249,35 @@ def asserted_by_test(ctx, node) -> ast.AST | None:
             continue
         if any(o is not node and is_str(o, node.value) for o in operands):
             return n
+    return None
+
+
+def parametrize_value(ctx, node) -> bool:
+    """Is ``node`` an element of the values of ``@pytest.mark.parametrize("device", [...])``?"""
+    container = ctx.parent(node)
+    call = ctx.parent(container)
+    return (isinstance(container, (ast.List, ast.Tuple)) and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute) and call.func.attr == "parametrize"
+            and len(call.args) >= 2 and call.args[1] is container)
+
+
+def sole_test_device(ctx, node) -> ast.Call | None:
+    """The decorator of a test that runs it on CUDA alone, with ``node`` as its only device: torchani's
+    ``@expand(device="cuda")`` (its test base class skips CUDA classes without CUDA), a one-element
+    ``@pytest.mark.parametrize("device", ["cuda"])``; None elsewhere, and outside test code. Such a
+    test is a CUDA test (its author gave it no CPU variant); rewritten, a CPU-only host would run it
+    on the CPU (torchani's cuAEV tests then failed there: read set 87)."""
+    if not is_test_file(ctx):
+        return None
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.keyword) and parent.arg and device_named(parent.arg):
+        call = ctx.parent(parent)
+    elif parametrize_value(ctx, node) and len(parent.elts) == 1:
+        call = ctx.parent(parent)
+    else:
+        return None
+    owner = ctx.parent(call)
+    if isinstance(owner, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            d is call for d in owner.decorator_list):
+        return call
     return None

@@ -29,7 +29,6 @@ availability idiom, device lists and parameter defaults have modules of their ow
 from __future__ import annotations
 
 import ast
-import os
 
 from .cuda_only import cuda_hardware_query
 from .decline import Decline
@@ -52,6 +51,8 @@ from .device_destinations import (
     default_for_amp,
     option_dest,
     other_runtime_call,
+    parametrize_value,
+    sole_test_device,
 )
 from .device_dispatch import keyed_table
 from .device_forms import (
@@ -77,19 +78,9 @@ from .guard_reach import chosen_by_flag, compared_as_cuda, sliced_note, typed_da
 from .guards import region_nodes
 from .load_locations import load_location
 from .module_kind import forks_workers
-from .name_dispatch import reached_dispatcher
+from .name_dispatch import dispatcher_note
 from .own_extension import own_extension
-from .project_scan import project_root
 from .visible_devices import VISIBLE_LATER, chosen_before, picks_visible_devices
-
-
-def _parametrize_value(ctx, node) -> bool:
-    """Is ``node`` an element of the values of ``@pytest.mark.parametrize("device", [...])``?"""
-    container = ctx.parent(node)
-    call = ctx.parent(container)
-    return (isinstance(container, (ast.List, ast.Tuple)) and isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute) and call.func.attr == "parametrize"
-            and len(call.args) >= 2 and call.args[1] is container)
 
 
 def _queried_gpu(ctx, node) -> ast.Call | None:
@@ -178,7 +169,7 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
         default = plan_default(ctx, hit, node)
         if default is not None or id(hit) in ctx.notes:
             return default
-    data = device_data(ctx, hit, node, import_ok=is_test_file(ctx) and _parametrize_value(ctx, node))
+    data = device_data(ctx, hit, node, import_ok=is_test_file(ctx) and parametrize_value(ctx, node))
     if data is None:
         return None
     if ctx.neuron:
@@ -237,18 +228,14 @@ def _kept_literal(ctx, node) -> str:
     table = keyed_table(ctx, node) or sliced_note(ctx, node)
     if table:
         return table
-    mapped = reached_dispatcher(ctx)
-    if mapped is not None:
-        name, file, line, kind = mapped
-        where = os.path.relpath(file, project_root(ctx.path) or os.path.dirname(file))
-        if kind == "table":
-            return (f"the project looks devices up by type in `{name}` ({where}:{line}), which has entries for "
-                    "CUDA and the CPU but none for `neuron`: the current device would raise `KeyError` there. "
-                    "Add an entry for it first")
-        return (f"the project maps device names to devices itself in `{name}` ({where}:{line}), which knows "
-                "CUDA's and other accelerators' names but not `neuron`, and takes any other name for the CPU; "
-                "the current device's name would reach it and be taken for the CPU there. Teach it the "
-                "accelerator first")
+    sole = sole_test_device(ctx, node)
+    if sole is not None:
+        return (f"the test runs on CUDA alone (`{short(ctx, sole)}`, line {sole.lineno}): it is a CUDA test, "
+                "with no CPU variant. Rewritten, a CPU-only host would run it on the CPU, and Trainium on "
+                "`neuron`; decide by hand which tests Trainium runs")
+    mapped = dispatcher_note(ctx)
+    if mapped:
+        return mapped
     choices = _listed_choice(ctx, node)
     if choices is not None:
         return (f"the option only accepts `{short(ctx, choices)}`; with the current device as its default, "
