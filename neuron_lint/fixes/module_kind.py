@@ -296,6 +296,23 @@ def import_candidates(path: str, module: str, level: int) -> list[str]:
     return [p for base in import_bases(path, root, level) for p in module_files(base, parts) if os.path.isfile(p)]
 
 
+def top_import_files(ctx):
+    """``(file, module as written)`` of each project file the module imports at its top level
+    (:func:`import_candidates` of every ``import`` and ``from ... import`` in its body)."""
+    if not ctx.path:
+        return
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            modules = [(stmt.module or "", stmt.level)]
+        elif isinstance(stmt, ast.Import):
+            modules = [(a.name, 0) for a in stmt.names]
+        else:
+            continue
+        for module, level in modules:
+            for path in import_candidates(ctx.path, module, level):
+                yield path, "." * level + module
+
+
 def _search_stems(importer: str, root: str, module: str) -> list[str]:
     return [os.path.join(base, *module.split(".")) for base in search_bases(importer, root)]
 

@@ -13,7 +13,7 @@ import ast
 import os
 import re
 
-from .module_kind import import_candidates, non_test
+from .module_kind import non_test, top_import_files
 from .project_scan import (
     MAX_BYTES,
     per_file_version,
@@ -139,27 +139,11 @@ def reached_dispatcher(ctx) -> tuple[str, str, int, str] | None:
         names = {name for name, _, _, _ in dispatchers}
         called = _called(ctx.text.encode("utf-8", "surrogatepass"), frozenset(names))
         if not called:
-            called = next((c for path in _top_imported_files(ctx) for c in [_called_in(path, frozenset(names))] if c), "")
+            called = next((c for path, _ in top_import_files(ctx) for c in [_called_in(path, frozenset(names))] if c), "")
         if called:
             found = next(d for d in dispatchers if d[0] == called)
     ctx.__dict__["_nrn_name_dispatch"] = found
     return found
-
-
-_CALL = re.compile(rb"(?<!def )\b([A-Za-z_]\w*)\s*\(")
-
-
-def _top_imported_files(ctx):
-    """The project files of the module's top-level imports."""
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, ast.ImportFrom):
-            modules = [(stmt.module or "", stmt.level)]
-        elif isinstance(stmt, ast.Import):
-            modules = [(a.name, 0) for a in stmt.names]
-        else:
-            continue
-        for module, level in modules:
-            yield from import_candidates(ctx.path, module, level)
 
 
 def _importing_table(ctx, tables) -> tuple[str, str, int, str] | None:
@@ -168,7 +152,7 @@ def _importing_table(ctx, tables) -> tuple[str, str, int, str] | None:
     held = {os.path.abspath(t[1]): t for t in tables}
     if os.path.abspath(ctx.path) in held:
         return held[os.path.abspath(ctx.path)]
-    for path in _top_imported_files(ctx):
+    for path, _ in top_import_files(ctx):
         path = os.path.abspath(path)
         if path in held:
             return held[path]
@@ -176,23 +160,13 @@ def _importing_table(ctx, tables) -> tuple[str, str, int, str] | None:
             folder = os.path.dirname(path)
             for table_path, table in held.items():
                 if os.path.dirname(table_path) == folder and os.path.splitext(os.path.basename(table_path))[0].encode() \
-                        in _calls_in_file(path) | _imported_in_file(path):
+                        in _read_names(path)[0] | _read_names(path)[1]:
                     return table
     return None
 
 
 _IMPORTED = re.compile(rb"^\s*from\s+\.([A-Za-z_]\w*)\s+import", re.MULTILINE)
-
-
-@per_file_version(missing=frozenset())
-def _imported_in_file(path: str) -> frozenset[bytes]:
-    """The sibling modules a package's ``__init__`` imports (``from .lightglue import LightGlue``)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES)
-    except OSError:
-        return frozenset()
-    return frozenset(m.group(1) for m in _IMPORTED.finditer(data))
+_CALL = re.compile(rb"(?<!def )\b([A-Za-z_]\w*)\s*\(")
 
 
 def _called(data: bytes, names: frozenset[str]) -> str:
@@ -201,19 +175,20 @@ def _called(data: bytes, names: frozenset[str]) -> str:
     return next((name for name in sorted(names) if name.encode() in calls), "")
 
 
-@per_file_version(missing=frozenset())
-def _calls_in_file(path: str) -> frozenset[bytes]:
-    """The names the module at ``path`` calls (read as text)."""
+@per_file_version(missing=(frozenset(), frozenset()))
+def _read_names(path: str) -> tuple[frozenset[bytes], frozenset[bytes]]:
+    """The names the module at ``path`` calls, and the sibling modules it imports (a package's
+    ``__init__``: ``from .lightglue import LightGlue``), read as text."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES)
     except OSError:
-        return frozenset()
-    return frozenset(m.group(1) for m in _CALL.finditer(data))
+        return frozenset(), frozenset()
+    return frozenset(m.group(1) for m in _CALL.finditer(data)), frozenset(m.group(1) for m in _IMPORTED.finditer(data))
 
 
 def _called_in(path: str, names: frozenset[str]) -> str:
-    calls = _calls_in_file(path)
+    calls = _read_names(path)[0]
     return next((name for name in sorted(names) if name.encode() in calls), "")
 
 

@@ -22,10 +22,10 @@ import re
 
 from .module_kind import (
     import_bases,
-    import_candidates,
     is_test_path,
     module_files,
     search_bases,
+    top_import_files,
     top_imports,
 )
 from .project_scan import MAX_BYTES, per_file_version, project_root, python_files
@@ -387,20 +387,10 @@ def _through_project_module(ctx) -> str:
     """```dgl` (through `rfdiffusion.util_module`)`` when a module of the project that this one imports
     at its top imports such a library at its own (RFdiffusion's ``model_runners``, whose sampler runs
     the DGL graphs ``util_module`` builds), or ``""``."""
-    if not ctx.path:
-        return ""
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, ast.ImportFrom):
-            modules = [(stmt.module or "", stmt.level)]
-        elif isinstance(stmt, ast.Import):
-            modules = [(a.name, 0) for a in stmt.names]
-        else:
-            continue
-        for module, level in modules:
-            for path in import_candidates(ctx.path, module, level):
-                library = _library_imported_by(path)
-                if library:
-                    return f"`{library}` (through `{'.' * level}{module}`)"
+    for path, module in top_import_files(ctx):
+        library = _library_imported_by(path)
+        if library:
+            return f"`{library}` (through `{module}`)"
     return ""
 
 

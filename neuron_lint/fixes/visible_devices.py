@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .module_kind import import_candidates
+from .module_kind import top_import_files
 from .project_scan import per_file_version
 
 
@@ -33,18 +33,7 @@ def _imports_device_picker(ctx) -> bool:
     """Does the module import, at its top, a module of its project that sets ``*_VISIBLE_DEVICES``
     (MedicalNet's ``train.py``: ``from model import generate_model``, which sets
     ``os.environ["CUDA_VISIBLE_DEVICES"]`` before building the model, set 80)?"""
-    if not ctx.path:
-        return False
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, ast.ImportFrom):
-            modules = [(stmt.module or "", stmt.level)]
-        elif isinstance(stmt, ast.Import):
-            modules = [(a.name, 0) for a in stmt.names]
-        else:
-            continue
-        if any(_sets_visible_devices(path) for module, level in modules for path in import_candidates(ctx.path, module, level)):
-            return True
-    return False
+    return any(_sets_visible_devices(path) for path, _ in top_import_files(ctx))
 
 
 @per_file_version(missing=False)
