@@ -128,15 +128,27 @@ def _passes_none(ctx, fn, arg, depth: int = 0) -> ast.Call | None:
         owner = ctx.parent(fn)
         if isinstance(owner, ast.ClassDef):
             names.add(owner.name)
-    for n in ctx.walk(ctx.tree):
-        if not (isinstance(n, ast.Call) and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) in names):
-            continue
+    for n in (c for name in names for c in _calls_by_name(ctx).get(name, ())):
         for k in n.keywords:
             if k.arg == arg.arg and _none_here(ctx, n, k.value, depth):
                 return n
             if k.arg is None and isinstance(k.value, ast.Name) and _spreads_none(ctx, n, k.value.id, arg.arg, depth):
                 return n
     return None
+
+
+def _calls_by_name(ctx) -> dict[str, list[ast.Call]]:
+    """The module's calls with keywords, by the callee's last name (``f(...)``, ``self.f(...)``); kept on ``ctx``."""
+    found = ctx.__dict__.get("_nrn_calls_by_name")
+    if found is None:
+        found = {}
+        for n in ctx.walk(ctx.tree):
+            if isinstance(n, ast.Call) and n.keywords:
+                name = getattr(n.func, "id", None) or getattr(n.func, "attr", None)
+                if name:
+                    found.setdefault(name, []).append(n)
+        ctx.__dict__["_nrn_calls_by_name"] = found
+    return found
 
 
 def _none_here(ctx, call: ast.Call, value: ast.AST, depth: int) -> bool:
