@@ -262,12 +262,16 @@ def _wrapped(current: str, new: str, limit: int, path: str, grown: set[int] | No
 
 
 def _rejoined(current: str, new: str, limit: int, path: str, keeps_length) -> str:
-    """``new`` with the call chains a fix gave arguments at the end laid out as ``ruff format``
-    would (see :mod:`neuron_lint.fixes.rejoin`), in a file that keeps to ``limit``."""
+    """``new`` with the statements a fix shrank joined onto one line where they fit ``limit``, and,
+    in a file that keeps to ``limit``, the call chains a fix gave arguments at the end laid out as
+    ``ruff format`` would (see :mod:`neuron_lint.fixes.rejoin`)."""
     from .rejoin import join_shrunk, rejoin
 
-    rejoined = join_shrunk(current, rejoin(current, new, limit, path), limit, path)
-    if rejoined == new or not keeps_length():
+    # A statement a fix shrank back onto one line is joined whatever the file's other lines (boltz's
+    # `return torch.tensor(` / `0.0, device=...` / `)`); chains are laid out anew only in a file
+    # that keeps to the length.
+    rejoined = join_shrunk(current, rejoin(current, new, limit, path) if keeps_length() else new, limit, path)
+    if rejoined == new:
         return new
     return rejoined if _parses(rejoined, path) else new
 
@@ -310,9 +314,14 @@ def _long_code_line_numbers(text: str, limit: int) -> dict[int, int]:
                     long[row] = code
     except (tokenize.TokenError, SyntaxError, IndentationError):
         pass
+    for n in [n for n in long if _UNSPLITTABLE.match(lines[n - 1])]:
+        del long[n]  # boltz's `start_decay_after_n_steps=self.training_args.lr_start_decay_after_n_steps,`
     return long
 
 
+#: A bracket's element that is a name or an attribute chain alone (as a keyword's value, too): no
+#: formatter can split it, so a file with one past the length still keeps to it.
+_UNSPLITTABLE = re.compile(r"\s*(?:\w+\s*=\s*)?[\w.]+,?\s*(?:#.*)?$")
 _FMT = re.compile(r"#\s*fmt:\s*(off|on|skip)\b")
 #: Trailing comments that ruff's formatter and E501 leave out of a line's length.
 _PRAGMA = re.compile(r"#\s*(noqa|type:|pyright:|pylint:|nosec|isort:|mypy:|ruff:)", re.IGNORECASE)
