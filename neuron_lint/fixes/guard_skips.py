@@ -55,8 +55,12 @@ def raised_reason(ctx, guard) -> str:
     elif _negated(test, guard):
         # `if not torch.cuda.is_available(): raise ...`, also `... is False:` with an early return
         # first (OpenNMT's SRU check: `if not abort: return False`, then "requires pytorch built with cuda")
-        stmt = ctx.parent(test)
-        raised = stmt.body[-1] if isinstance(stmt, ast.If) and stmt.test is test else None
+        stmt, condition = ctx.parent(test), test
+        if isinstance(stmt, ast.BoolOp) and isinstance(stmt.op, ast.And):
+            # `if not torch.cuda.is_available() and use_cuda_graph: raise ...` (torchmd-net's
+            # calculator, read set 88): raised without CUDA when the option asks for it
+            stmt, condition = ctx.parent(stmt), stmt
+        raised = stmt.body[-1] if isinstance(stmt, ast.If) and stmt.test is condition else None
         if not (isinstance(raised, ast.Raise) and isinstance(raised.exc, ast.Call) and all(
                 isinstance(s, ast.If) and all(isinstance(b, ast.Return) for b in s.body) for s in stmt.body[:-1])):
             return ""

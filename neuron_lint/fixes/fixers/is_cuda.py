@@ -248,6 +248,20 @@ def _cuda_named_value(ctx, n) -> str:
     return ctx.segment(n) or ident if "cuda" in words and not words & _FLAG_WORDS else ""
 
 
+
+def _solver_driver(ctx, expr: ast.AST) -> ast.Call | None:
+    """The ``torch.linalg`` call whose ``driver=`` the test ``expr`` picks (boltz's ``torch.linalg.svd(A,
+    driver="gesvd" if A.is_cuda else None)``: cuSOLVER's drivers, taken for CUDA inputs only; read set
+    88), or None."""
+    choice = ctx.parent(expr)
+    if not (isinstance(choice, ast.IfExp) and choice.test is expr):
+        return None
+    keyword = ctx.parent(choice)
+    call = ctx.parent(keyword) if isinstance(keyword, ast.keyword) and keyword.arg == "driver" else None
+    if isinstance(call, ast.Call) and (ctx.qualname(call.func) or "").startswith("torch.linalg."):
+        return call
+    return None
+
 class IsCuda:
     name = "is_cuda"
 
@@ -267,6 +281,12 @@ class IsCuda:
         if own is not None and own.name == "is_cuda":
             ctx.note(hit, "not rewritten: it is in a class's own `is_cuda`, which its users read as \"on a CUDA GPU\" "
                           "(as `Tensor.is_cuda`); rewritten, it would no longer mean CUDA")
+            return None
+        driver = _solver_driver(ctx, expr)
+        if driver is not None:
+            ctx.note(hit, (f"not rewritten: it picks the `driver=` of `{ctx.segment(driver.func)}` (line {driver.lineno}), "
+                           "a choice of CUDA's solver libraries that PyTorch accepts for CUDA tensors only; on "
+                           "another device it would raise. Keep `is_cuda`"))
             return None
         required = _required(ctx, expr)
         if required:
