@@ -27,7 +27,9 @@ _CUDA_ONLY_PARTS = ("_C", "_ext", "*_ext", "_ext_*", "*cuda*", "*CUDA*", "*kerne
                     # fused kernels (apex's RNN `fusedBackend.LSTMFused`, `FusedLayerNorm`, `fused_adam`)
                     "fused*", "*Fused*", "*_fused*",
                     # CUDA-only libraries (NRN6xx): a guard that opens them is the right question there
-                    "*bitsandbytes*", "bnb", "*xformers*", "xops", "flash_attn*", "apex")
+                    "*bitsandbytes*", "bnb", "*xformers*", "xops", "flash_attn*", "apex",
+                    # NVML and the tools on it see NVIDIA GPUs only (se3_diffusion's `GPUtil`, set 88)
+                    "*nvml*", "GPUtil", "gpustat", "nvidia_smi", "nvitop")
 #: The patterns as one expression (``fnmatch`` pattern by pattern is asked tens of thousands of times
 #: per project, for each node a device guard decides).
 _CUDA_ONLY_PART = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in _CUDA_ONLY_PARTS))
