@@ -1722,3 +1722,41 @@ def test_a_test_run_on_cuda_alone_keeps_its_cuda_device():
     assert '@pytest.mark.parametrize("device", ["cpu", _current_device().type])' in fixed
     left = notes(src, "tests/test_kernel.py", select=("NRN2",))
     assert sum("the test runs on CUDA alone" in n for n in left) == 2, left
+
+
+def test_a_kept_check_that_decides_a_ddp_wrap_keeps_its_classes_process_group_setup():
+    # se3_diffusion's Experiment (read set 88): `__init__` set up NCCL for its rank, `start_training`
+    # keeps `torch.cuda.is_available()` (its DataParallel branch names CUDA devices) and wraps the model
+    # in DDP under it; with only the process group moved, Trainium's ranks each trained a copy unwrapped
+    src = """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        from torch.nn import DataParallel as DP
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Experiment:
+            def __init__(self, model, use_ddp, gpus):
+                self.model = model
+                self.gpus = gpus
+                if use_ddp:
+                    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+                    dist.init_process_group(backend="nccl")
+
+            def start_training(self, rank, use_ddp):
+                if torch.cuda.is_available():
+                    if use_ddp:
+                        model = self.model.to(torch.device("cuda", rank))
+                        self.model = DDP(model, device_ids=[rank])
+                    else:
+                        self.model = DP(self.model, device_ids=[f"cuda:{i}" for i in self.gpus])
+                else:
+                    self.model = self.model.to("cpu")
+    """
+    fixed = fix_all(src, "experiment.py", unsafe_fixes=True)
+    assert 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))' in fixed
+    assert 'dist.init_process_group(backend="nccl")' in fixed
+    left = notes(src, "experiment.py", select=("NRN2",), unsafe_fixes=True)
+    assert sum("wrapped in DistributedDataParallel" in n for n in left) == 2, left

@@ -9,8 +9,10 @@ fairseq's LM moved while its test kept it on the CPU) it is wrong. Those fixes a
 note: the test and its code are ported together or not at all. Where an availability check's code
 places something on CUDA, that stays on the CPU on Trainium, and so does every other placement of
 its class (or function): moved to the accelerator, they would meet it there on another device
-(fairseq's LM in OFA, read set 65: the model kept on the CPU, its inputs sent to neuron). A test
-another fix rewrites together with its choice is not one that stays.
+(fairseq's LM in OFA, read set 65: the model kept on the CPU, its inputs sent to neuron). Where its
+code wraps the model in DistributedDataParallel, the process group its class sets up (the NCCL
+backend, the rank's ``set_device``) stays too. A test another fix rewrites together with its choice
+is not one that stays.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ TEST_CODES = ("NRN203", "NRN211")
 def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
     """``findings`` (with the ast ``nodes`` they were found at) less the fixes of CUDA-specific code
     that a kept CUDA test decides."""
-    areas, scopes = [], []
+    areas, scopes, wrapping = [], [], []
     # the spans other fixes rewrite whole (a choice rewritten with its test: nanoGPT's
     # `'cuda' if 'cuda' in device else 'cpu'`, whose `in` has no rewrite of its own)
     rewritten = [g.fix.target for g in findings if g.fix is not None and len(g.fix.target) >= 4]
@@ -49,6 +51,12 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
                 scope = _scope(ctx, node)
                 if scope is not None:
                     scopes.append((*scope, f.line, area[5]))
+            if f.code == "NRN203" and skipped is None and any(_wraps_ddp(g) and _within(g, area) for g in findings):
+                # it decides where the model is wrapped in DistributedDataParallel: the process group of
+                # its class (or function) is set up for CUDA with it (se3_diffusion's Experiment, set 88)
+                scope = _scope(ctx, node)
+                if scope is not None:
+                    wrapping.append((*scope, f.line, area[5]))
     areas += _tensor_type_tests(ctx)
     if not areas:
         return findings
@@ -57,6 +65,8 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
         inside = f.fix is not None and f.code.startswith("NRN2") and next((a for a in areas if _within(f, a)), None)
         beside = f.fix is not None and not inside and f.code in _PLACING and next(
             (s for s in scopes if _within(f, s)), None)
+        group = f.fix is not None and not inside and not beside and _sets_up_group(f) and next(
+            (s for s in wrapping if _within(f, s)), None)
         if inside:
             f = replace(f, fix=None, fix_note=(
                 f"not rewritten: it runs only where `{inside[5]}` (line {inside[4]}) holds, and that test stays as it "
@@ -66,8 +76,24 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
             f = replace(f, fix=None, fix_note=(
                 f"not rewritten: `{beside[5]}` (line {beside[4]}) stays as it is, so on Trainium what it places stays on "
                 "the CPU; moved to the accelerator, this would meet it there on another device. Port them together"))
+        elif group:
+            f = replace(f, fix=None, fix_note=(
+                f"not rewritten: `{group[5]}` (line {group[4]}) stays as it is, and it decides where the model is "
+                "wrapped in DistributedDataParallel; with the process group set up for the accelerator alone, "
+                "Trainium's ranks would each train a copy of their own, unwrapped. Port them together"))
         out.append(f)
     return out
+
+
+def _wraps_ddp(f) -> bool:
+    """Is ``f`` the CUDA ``device_ids`` of a ``DistributedDataParallel`` wrap?"""
+    return f.code == "NRN206" and f.message.startswith("`device_ids`")
+
+
+def _sets_up_group(f) -> bool:
+    """Is ``f`` part of a process group's setup for CUDA: its NCCL backend or the rank's ``set_device``?"""
+    return (f.code in ("NRN206", "NRN213") and "nccl" in f.message.lower()) or (
+        f.code == "NRN203" and f.message.startswith("`torch.cuda.set_device`"))
 
 
 def _tensor_type_tests(ctx) -> list[tuple]:
