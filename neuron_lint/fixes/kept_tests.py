@@ -60,13 +60,14 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
     areas += _tensor_type_tests(ctx)
     if not areas:
         return findings
+    def held(f, spans):
+        return next((s for s in spans if _within(f, s)), None)
+
     out = []
     for f in findings:
         inside = f.fix is not None and f.code.startswith("NRN2") and next((a for a in areas if _within(f, a)), None)
-        beside = f.fix is not None and not inside and f.code in _PLACING and next(
-            (s for s in scopes if _within(f, s)), None)
-        group = f.fix is not None and not inside and not beside and _sets_up_group(f) and next(
-            (s for s in wrapping if _within(f, s)), None)
+        beside = f.fix is not None and not inside and f.code in _PLACING and held(f, scopes)
+        group = f.fix is not None and not inside and not beside and _sets_up_group(f) and held(f, wrapping)
         if inside:
             f = replace(f, fix=None, fix_note=(
                 f"not rewritten: it runs only where `{inside[5]}` (line {inside[4]}) holds, and that test stays as it "
@@ -122,22 +123,38 @@ def _within(f, area) -> bool:
 
 
 def _scope(ctx, node: ast.AST) -> tuple | None:
-    """The span of the outermost class around ``node``, else of its function (None at module level,
-    where a script's other placements are its own choices)."""
+    """The span of the outermost class around ``node``, else of its function, else of the module
+    (MoleculeSTM's retrieval scripts, read set 90: the model kept on the CPU under a kept check in the
+    `__main__` block, its inputs sent to neuron by the device defined above it and by a function's
+    `.cuda()`)."""
     around = [p for p in ctx.ancestors(node) if isinstance(p, ast.ClassDef)] or [
         p for p in ctx.ancestors(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))][:1]
-    return ctx.span(around[-1]) if around else None
+    if around:
+        return ctx.span(around[-1])
+    body = ctx.tree.body
+    return (body[0].lineno, 0, body[-1].end_lineno or body[-1].lineno, 10**9) if body else None
 
 
 def _cuda_arm(ctx, node: ast.AST) -> list | None:
     """The statements (or the expression, in a list) that run when the test at ``node`` holds: the body
     of the ``if`` it is the test of (alone or in an ``and``), or the first arm of a conditional
-    expression; None for any other place (a negated test, a skip, a flag: :func:`_skipped_unless`,
-    :func:`_flag_arms`)."""
+    expression; for a negated test (alone or in an ``or``), the ``else`` or the second arm; None for
+    any other place (a skip, a flag: :func:`_skipped_unless`, :func:`_flag_arms`)."""
     child = node
     parent = ctx.parent(child)
     if isinstance(parent, ast.Call) and parent.func is child:  # `torch.cuda.is_available` -> its call
         child, parent = parent, ctx.parent(parent)
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        # `if args.use_cpu or not torch.cuda.is_available(): cpu` / `else: cuda` (DGL-LifeSci's JTVAE
+        # scripts, read set 90): the `else` runs only where the check holds
+        child, parent = parent, ctx.parent(parent)
+        if isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or):
+            child, parent = parent, ctx.parent(parent)
+        if isinstance(parent, ast.If) and parent.test is child and parent.orelse:
+            return list(parent.orelse)
+        if isinstance(parent, ast.IfExp) and parent.test is child:
+            return [parent.orelse]
+        return None
     if isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And):
         child, parent = parent, ctx.parent(parent)
     if isinstance(parent, ast.If) and parent.test is child and parent.body:

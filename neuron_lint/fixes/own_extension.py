@@ -357,8 +357,8 @@ CPU_CUDA_LIBRARIES = frozenset({"torchrec", "fbgemm_gpu", "torch_scatter", "torc
                                  # Isaac Gym simulates on CUDA or the CPU (cleanrl's PPO, set 41)
                                  "isaacgym", "isaacgymenvs",
                                  # DGL's graphs live on the CPU or a CUDA GPU (RFdiffusion's SE(3)
-                                 # transformer, read set 87)
-                                 "dgl"})
+                                 # transformer, read set 87), so do DGL-LifeSci's (read set 90)
+                                 "dgl", "dgllife"})
 
 
 #: AOTInductor's entry points: a shared library compiled and loaded for the CPU or GPUs.
