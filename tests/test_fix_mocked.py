@@ -95,9 +95,11 @@ def test_a_call_the_tests_replace_by_its_dotted_name_keeps_its_arguments(tmp_pat
         "from unittest.mock import patch\n\nfrom pkg.parallelism import wrap\n\n\n"
         "@patch(\n    \"pkg.parallelism.DDP\"\n)\ndef test_wrap(ddp):\n    wrap(\"m\", 2, \"nccl\")\n"
         "    ddp.assert_called_once_with(\"m\", device_ids=[2], output_device=2)\n")
-    from neuron_lint.fixes.mocked import _patched_targets
+    from neuron_lint.fixes.mocked import _read_tests
+    from neuron_lint.fixes.project_scan import clear_source_indexes
 
-    _patched_targets.cache_clear()
+    _read_tests.cache_clear()
+    clear_source_indexes()
     assert fix_text(WRAPPER, str(path), settings).text == WRAPPER
     (note,) = [f.fix_note for f in check_source(WRAPPER, str(path), settings)]
     assert "tests replace `DDP`" in note
@@ -131,9 +133,11 @@ def test_a_class_the_tests_build_from_a_config_keeps_the_calls_they_replace(tmp_
     hooks = tmp_path / "pkg" / "hooks.py"
     hooks.write_text(HOOK)
     (tmp_path / "tests" / "test_hooks.py").write_text(HOOK_TESTS)
-    from neuron_lint.fixes.mocked import _scan
+    from neuron_lint.fixes.mocked import _read_tests
+    from neuron_lint.fixes.project_scan import clear_source_indexes
 
-    _scan.cache_clear()
+    _read_tests.cache_clear()
+    clear_source_indexes()
     fixed = fix_text(HOOK, str(hooks), Settings(select=("NRN203",), min_torch="2.9")).text
     kept, other = fixed.split("class OtherHook")
     assert "torch.cuda.empty_cache()" in kept and "torch.cuda.is_available()" in kept

@@ -26,7 +26,7 @@ import re
 import sys
 from functools import lru_cache
 
-from .project_scan import project_root, python_files
+from .project_scan import project_root, source_index, source_reader
 
 _BY_NAME = re.compile(r"""["']torch\.cuda\.(\w+)["']""")  # mock.patch("torch.cuda.is_available")
 _BY_OBJECT = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']""")  # monkeypatch.setattr(torch.cuda, "device_count", ...)
@@ -85,22 +85,41 @@ def _is_test_module(folder_parts: tuple[str, ...], name: str) -> bool:
             or any(p in ("tests", "test") for p in folder_parts))
 
 
-@lru_cache(maxsize=32)
 def _scan(root: str) -> tuple[frozenset[str], frozenset[str]]:
+    return _read_tests(root)[:2]
+
+
+@lru_cache(maxsize=32)
+def _read_tests(root: str) -> tuple[frozenset[str], frozenset[str], frozenset[tuple[str, str]]]:
+    """The project's tests, read once: the ``torch.cuda`` functions they replace, the names the
+    modules doing so use, and the ``(module, name)`` targets they patch by dotted name."""
     found: set[str] = set()
     used: set[str] = set()
-    for _, data in python_files(root, _is_test_module):
-        if b"torch.cuda" not in data or not (b"patch" in data or b"setattr" in data):
-            continue
+    targets: set[tuple[str, str]] = set()
+    for patched, names, dotted in source_index(root, "test_patches"):
+        targets.update(dotted)
+        if patched - found:
+            found.update(patched)
+            used.update(names)
+    return frozenset(f"torch.cuda.{name}" for name in found), frozenset(used), frozenset(targets)
+
+
+@source_reader("test_patches", _is_test_module)
+def _patches_in(path: str, data: bytes) -> tuple | None:
+    """What one test module replaces: ``torch.cuda`` names, the names it uses (when it replaces any),
+    the targets it patches by dotted name."""
+    dotted = set(_PATCHED_TARGET.findall(data.decode("utf-8", "replace"))) if b"patch(" in data else set()
+    patched: set[str] = set()
+    names: set[str] = set()
+    if b"torch.cuda" in data and (b"patch" in data or b"setattr" in data):
         text = data.decode("utf-8", "replace")
-        before = len(found)
         for line in text.splitlines():
             if "torch.cuda" in line and any(p in line for p in _PATCHING):
-                found.update(_BY_NAME.findall(line))
-                found.update(_BY_OBJECT.findall(line))
-        if len(found) > before:
-            used.update(_used_names(text))
-    return frozenset(f"torch.cuda.{name}" for name in found), frozenset(used)
+                patched.update(_BY_NAME.findall(line))
+                patched.update(_BY_OBJECT.findall(line))
+        if patched:
+            names = _used_names(text)
+    return (frozenset(patched), frozenset(names), frozenset(dotted)) if patched or dotted else None
 
 
 #: ``patch("pkg.module.Name")`` (also over lines: ``@patch(\n    "pkg.module.Name"``)
@@ -119,13 +138,8 @@ def patched_in_module(path: str) -> frozenset[str]:
                      if here == module or here.endswith("." + module))
 
 
-@lru_cache(maxsize=32)
 def _patched_targets(root: str) -> frozenset[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
-    for _, data in python_files(root, _is_test_module):
-        if b"patch(" in data:
-            found.update(_PATCHED_TARGET.findall(data.decode("utf-8", "replace")))
-    return frozenset(found)
+    return _read_tests(root)[2]
 
 
 def mocked_by_tests(ctx, node: ast.AST) -> str:

@@ -331,13 +331,13 @@ def _imported_names(root: str) -> dict[str, tuple[tuple[str, str], ...]]:
             dotted = m.group(1).decode("ascii", "replace").rpartition(".")[0]
             if "." in dotted:
                 found.setdefault(dotted.rsplit(".", 1)[-1], []).append((file, dotted))
-    for imported in source_index(root, "imported_names", non_test):
+    for imported in source_index(root, "imported_names"):
         for file, d in imported:
             found.setdefault(d.rsplit(".", 1)[-1], []).append((file, d))
     return {k: tuple(v) for k, v in found.items()}
 
 
-@source_reader("imported_names")
+@source_reader("imported_names", non_test)
 def _imports_of(file: str, data: bytes) -> list[tuple[str, str]]:
     """``(file, dotted name)`` of each module the source imports (and the names of ``from . import``)."""
     out = []

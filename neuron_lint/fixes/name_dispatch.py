@@ -41,10 +41,10 @@ def project_dispatchers(root: str) -> tuple[tuple[str, str, int, str], ...]:
     ``"function"``, see the module docs) and tables looked up by a device's type that have no
     ``"neuron"`` entry (kind ``"table"``: LightGlue's ``pruning_keypoint_thresholds = {"cpu": -1,
     "mps": -1, "cuda": 1024, ...}`` read as ``[device.type]``; read set 87)."""
-    return tuple(d for found in source_index(root, "device_dispatchers", non_test) for d in found)
+    return tuple(d for found in source_index(root, "device_dispatchers") for d in found)
 
 
-@source_reader("device_dispatchers")
+@source_reader("device_dispatchers", non_test)
 def _dispatchers_in(path: str, data: bytes) -> list[tuple[str, str, int, str]]:
     """The dispatchers one source file defines (most files have none: no parse for them)."""
     if b"cuda" not in data:

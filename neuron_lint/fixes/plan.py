@@ -16,6 +16,10 @@ from ..config.settings import Settings
 from ..engine.parents import TreeParents, walk_nodes
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
+
+# (their readers of the project's files join the one project walk, project_scan.source_index, only
+# if registered before it runs: imported with the planning, not when a fixer first asks)
+from . import mocked, name_dispatch  # noqa: F401
 from .function_imports import FunctionImports
 from .library_device import library_device_note
 from .local_device import local_device

@@ -96,36 +96,38 @@ def per_file_version(missing: Any) -> Callable:
     return wrap
 
 
-#: What each project-wide index takes from one of the project's non-test Python files: its name ->
-#: ``read(path, data)``, which returns what to keep of the file (None or empty: nothing).
-_SOURCE_READERS: dict[str, Callable[[str, bytes], Any]] = {}
+#: What each project-wide index takes from one of the project's Python files: its name -> (``wanted``,
+#: the files it reads, as :func:`python_files` takes it; ``read(path, data)``, which returns what to
+#: keep of a file: None or empty, nothing).
+_SOURCE_READERS: dict[str, tuple[Callable[[tuple[str, ...], str], bool], Callable[[str, bytes], Any]]] = {}
 
 
-def source_reader(name: str) -> Callable:
-    """Register ``read(path, data)`` as what the index ``name`` takes from each source file."""
+def source_reader(name: str, wanted: Callable[[tuple[str, ...], str], bool]) -> Callable:
+    """Register ``read(path, data)`` as what the index ``name`` takes from each file ``wanted`` takes."""
     def register(read: Callable[[str, bytes], Any]) -> Callable[[str, bytes], Any]:
-        _SOURCE_READERS[name] = read
+        _SOURCE_READERS[name] = (wanted, read)
         return read
     return register
 
 
-def source_index(root: str, name: str, wanted: Callable[[tuple[str, ...], str], bool]) -> tuple:
+def source_index(root: str, name: str) -> tuple:
     """What the reader registered as ``name`` kept of each Python file of the project at ``root``
-    that ``wanted`` takes (see :func:`python_files`; the same function object for every index, such
-    as :func:`.module_kind.non_test`), in the files' order: one read of the files serves every index."""
-    index = _source_index(root, tuple(_SOURCE_READERS), wanted)
-    return index[name]
+    it wants, in the files' order: one walk and one read of the files serves every index."""
+    return _source_index(root, tuple(_SOURCE_READERS))[name]
 
 
 @functools.lru_cache(maxsize=16)
-def _source_index(root: str, names: tuple[str, ...], wanted: Callable) -> dict[str, tuple]:
-    readers = [(name, _SOURCE_READERS[name]) for name in names]
+def _source_index(root: str, names: tuple[str, ...]) -> dict[str, tuple]:
+    readers = [(name, *_SOURCE_READERS[name]) for name in names]
     found: dict[str, list] = {name: [] for name in names}
-    for path, data in python_files(root, wanted):
-        for name, read in readers:
-            kept = read(path, data)
-            if kept:
-                found[name].append(kept)
+    for path, data in python_files(root):
+        folder, file = os.path.split(os.path.relpath(path, root))
+        parts = tuple(folder.split(os.sep)) if folder else (".",)
+        for name, wanted, read in readers:
+            if wanted(parts, file):
+                kept = read(path, data)
+                if kept:
+                    found[name].append(kept)
     return {name: tuple(kept) for name, kept in found.items()}
 
 

@@ -47,7 +47,10 @@ def _replicating_in(path: str) -> frozenset[str]:
     """The module-level functions of ``path`` that call one of DataParallel's pieces."""
     try:
         with open(path, "rb") as f:
-            tree = ast.parse(f.read())
+            data = f.read()
+        if b"DataParallel" not in data and b"parallel" not in data:
+            return frozenset()  # most modules: no parse
+        tree = ast.parse(data)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
     found = set()
