@@ -18,6 +18,7 @@ is not one that stays.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 #: The findings whose kept test keeps its code: availability checks and CUDA comparisons.
@@ -97,11 +98,15 @@ def _sets_up_group(f) -> bool:
         f.code == "NRN203" and f.message.startswith("`torch.cuda.set_device`"))
 
 
+#: How a module names a CUDA tensor type: ``torch.cuda.FloatTensor``, or ``torch.cuda`` imported from.
+_CUDA_TENSOR_TYPE = re.compile(r"cuda\.\w*Tensor\b|from\s+torch\.cuda\s+import|import\s+torch\.cuda\s+as")
+
+
 def _tensor_type_tests(ctx) -> list[tuple]:
     """The areas of ``if isinstance(x, torch.cuda.FloatTensor):`` bodies (MedicalNet's shortcut, set
     80): a test no rule rewrites, true of CUDA tensors only, so what it decides is CUDA's alone."""
-    if "isinstance" not in ctx.text or "cuda" not in ctx.text:
-        return []
+    if "isinstance" not in ctx.text or not _CUDA_TENSOR_TYPE.search(ctx.text):
+        return []  # (asked of every module with fixes: most name no CUDA tensor type)
     areas = []
     for n in ctx.walk(ctx.tree):
         if not (isinstance(n, ast.If) and n.body and isinstance(n.test, ast.Call)
