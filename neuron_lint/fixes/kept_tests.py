@@ -149,23 +149,18 @@ def _cuda_arm(ctx, node: ast.AST) -> list | None:
     parent = ctx.parent(child)
     if isinstance(parent, ast.Call) and parent.func is child:  # `torch.cuda.is_available` -> its call
         child, parent = parent, ctx.parent(parent)
-    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
-        # `if args.use_cpu or not torch.cuda.is_available(): cpu` / `else: cuda` (DGL-LifeSci's JTVAE
-        # scripts, read set 90): the `else` runs only where the check holds
+    # a negated test (`if args.use_cpu or not torch.cuda.is_available(): cpu` / `else: cuda`, DGL-LifeSci's
+    # JTVAE scripts, read set 90) decides its `else`, through an `or`; a plain one its body, through an `and`
+    negated = isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+    if negated:
         child, parent = parent, ctx.parent(parent)
-        if isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or):
-            child, parent = parent, ctx.parent(parent)
-        if isinstance(parent, ast.If) and parent.test is child and parent.orelse:
-            return list(parent.orelse)
-        if isinstance(parent, ast.IfExp) and parent.test is child:
-            return [parent.orelse]
-        return None
-    if isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.And):
+    if isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or if negated else ast.And):
         child, parent = parent, ctx.parent(parent)
-    if isinstance(parent, ast.If) and parent.test is child and parent.body:
-        return list(parent.body)
+    if isinstance(parent, ast.If) and parent.test is child:
+        arm = parent.orelse if negated else parent.body
+        return list(arm) if arm else None
     if isinstance(parent, ast.IfExp) and parent.test is child:
-        return [parent.body]
+        return [parent.orelse if negated else parent.body]
     return None
 
 
