@@ -24,11 +24,19 @@ from .module_kind import (
     import_bases,
     is_test_path,
     module_files,
+    non_test,
     search_bases,
     top_import_files,
     top_imports,
 )
-from .project_scan import MAX_BYTES, per_file_version, project_root, python_files
+from .project_scan import (
+    MAX_BYTES,
+    per_file_version,
+    project_root,
+    python_files,
+    source_index,
+    source_reader,
+)
 
 _BUILDS = re.compile(rb"\b(CUDAExtension|CppExtension|BuildExtension)\b")
 _JIT = re.compile(rb"\bcpp_extension\b")
@@ -220,14 +228,16 @@ def _compiling_modules(root: str) -> dict[str, str]:
     """The project's modules that compile CUDA sources with ``cpp_extension`` when imported (their
     absolute paths), each with the first ``.cu`` file it names. A setup.py below the root builds a
     vendored library (jukebox's copy of apex), not what the project runs; test modules do not count."""
-    found = {}
-    for file, data in python_files(root, lambda parts, name: name != "setup.py"
-                                   and not is_test_path(os.path.join(*parts, name))):
-        source = (_cuda_source(data) if b"cpp_extension" in data and _JIT.search(data) and _CUDA_SOURCE.search(data)
-                  else "")
-        if source:
-            found[os.path.abspath(file)] = source
-    return found
+    return dict(source_index(root, "compiling_modules"))
+
+
+@source_reader("compiling_modules", lambda parts, name: name != "setup.py" and non_test(parts, name))
+def _compiling_module(file: str, data: bytes) -> tuple[str, str] | None:
+    """(the module's absolute path, the first ``.cu`` file it compiles) of a module that compiles
+    CUDA sources with ``cpp_extension`` when imported, else None."""
+    source = (_cuda_source(data) if b"cpp_extension" in data and _JIT.search(data) and _CUDA_SOURCE.search(data)
+              else "")
+    return (os.path.abspath(file), source) if source else None
 
 
 @functools.lru_cache(maxsize=64)

@@ -19,7 +19,7 @@ from ..model import Applicability, Fix
 
 # (their readers of the project's files join the one project walk, project_scan.source_index, only
 # if registered before it runs: imported with the planning, not when a fixer first asks)
-from . import mocked, name_dispatch  # noqa: F401
+from . import mocked, name_dispatch, own_extension, process_group, vendored_device  # noqa: F401
 from .function_imports import FunctionImports
 from .library_device import library_device_note
 from .local_device import local_device

@@ -12,12 +12,11 @@ keeps that backend.
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import re
 
 from ..engine.parameters import parameter_defaults
-from .project_scan import project_root, python_files
+from .project_scan import project_root, source_index, source_reader
 
 #: What a module does over its process group with the tensors on its devices.
 _COLLECTIVES = ("DistributedDataParallel", "DDP", "all_reduce", "all_gather", "reduce_scatter")
@@ -146,14 +145,21 @@ def nccl_asked(ctx) -> str:
     return _project_asks_nccl(root, parts[0] if len(parts) > 1 else "")
 
 
-@functools.lru_cache(maxsize=32)
 def _project_asks_nccl(root: str, top: str) -> str:
-    for full, data in python_files(root, (lambda parts, name: parts[:1] == (top,)) if top else None):
-        m = _ASKS_NCCL.search(data) if b"get_backend" in data else None
-        if m:
-            line = data.count(b"\n", 0, m.start()) + 1
-            return f"{os.path.relpath(full, root)}:{line}"
+    """``path:line`` of the first test of the backend against ``"nccl"`` in the project at ``root``
+    (in its top folder ``top`` alone, when given), or ``""``."""
+    for full, line in source_index(root, "nccl_asked"):
+        shown = os.path.relpath(full, root)
+        if not top or shown.split(os.sep)[:-1][:1] == [top]:
+            return f"{shown}:{line}"
     return ""
+
+
+@source_reader("nccl_asked", lambda parts, name: True)
+def _asks_nccl_in(full: str, data: bytes) -> tuple[str, int] | None:
+    """(the file, the line) of its first test of the process group's backend against ``"nccl"``, or None."""
+    m = _ASKS_NCCL.search(data) if b"get_backend" in data else None
+    return (full, data.count(b"\n", 0, m.start()) + 1) if m else None
 
 
 #: Calls that only say something: a branch of nothing else decides nothing.
