@@ -74,6 +74,11 @@ def plan_default(ctx, hit, node):
         ctx.note(hit, f"not rewritten: the function never reads `{arg.arg}` (a stub, such as an abstract method): the "
                       "default says what the implementations pick; change it with them")
         return None
+    tested = _tested_for_none(ctx, fn, arg.arg)
+    if tested is not None:
+        ctx.note(hit, f"not rewritten: the function gives `{arg.arg}=None` a meaning of its own (line {tested.lineno}: "
+                      f"`{ctx.segment(tested)[:50]}`); defaulting to None would take that branch away from its callers")
+        return None
     inside = fn.body[0]
     data, _ = ctx.device_choice(inside)
     if not data:
@@ -103,6 +108,18 @@ def plan_default(ctx, hit, node):
                        {**data, "mode": "default", "param": arg.arg, "annotation": annotation, "as_device": as_device,
                         "load_location": plain_cpu},
                        applicability="unsafe", fixer="device_string")
+
+
+def _tested_for_none(ctx, fn, name: str) -> ast.Compare | None:
+    """The first test of the parameter ``name`` against None in ``fn`` (``device is None``, SuGaR's
+    ``if device is None: device = p3d_cameras.device``), or None."""
+    for n in ctx.walk(fn):
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+            pair = (n.left, n.comparators[0])
+            if any(isinstance(a, ast.Name) and a.id == name and isinstance(b, ast.Constant) and b.value is None
+                   for a, b in (pair, pair[::-1])):
+                return n
+    return None
 
 
 def _compared_with_cpu(ctx, fn, name: str) -> bool:

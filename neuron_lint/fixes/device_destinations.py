@@ -42,6 +42,8 @@ def other_runtime_call(ctx, node) -> str:
     ``self.device = "cuda"``, then ``ctranslate2.Translator(path, device=self.device)``), else ``""``.
     An arm of a conditional counts as the conditional (GPT-SoVITS's ``device = "cuda" if
     torch.cuda.is_available() else "cpu"`` before ``WhisperModel(path, device=device)``)."""
+    if not _names_any(ctx, "_nrn_other_runtimes", _OTHER_RUNTIMES):  # they are imported by name
+        return ""
     call = ctx.parent(node)
     while isinstance(call, ast.IfExp) and node is not call.test:
         node, call = call, ctx.parent(call)
@@ -102,8 +104,18 @@ def _called(ctx, call: ast.Call) -> tuple[ast.expr, list]:
     return call.func, call.args
 
 
+def _names_any(ctx, key: str, words) -> bool:
+    """Does the module's text hold one of ``words``? (asked once per module, kept under ``key``)"""
+    found = ctx.__dict__.get(key)
+    if found is None:
+        found = ctx.__dict__[key] = any(w in ctx.text for w in words)
+    return found
+
+
 def _amp_call_given(ctx, scope, name: str) -> ast.Call | None:
     """The first ``GradScaler``/``autocast`` call in ``scope`` that is handed the name ``name``."""
+    if not _names_any(ctx, "_nrn_amp_named", _AMP):
+        return None
     for n in ctx.walk(scope):
         if not isinstance(n, ast.Call):
             continue

@@ -148,6 +148,20 @@ def stops(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _called(stmt.value) in _STOPPING_CALLS
 
 
+def only_stops(body) -> bool:
+    """A branch that only leaves (``return``, ``raise``, a skip or an exit call), with nothing to set up."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break, ast.Pass)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("skip", "skipTest", "exit", "warn", "warning", "print", "info"):
+                continue
+        return False
+    return True
+
+
 def skip_statement(ctx, guard) -> ast.Call | None:
     """The ``pytest.skip(...)`` (``self.skipTest(...)``) of ``if not torch.cuda.is_available(): ...``
     holding ``guard``: a skip like a decorator's, or None."""

@@ -29,6 +29,7 @@ from .guard_skips import (
     GENERIC_SKIP_WORDS,
     is_skip,
     named_skip_elsewhere,
+    only_stops,
     raised_reason,
     skip_call,
     skip_reason,
@@ -76,7 +77,7 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
                               "every device, Trainium's too; rewritten, Trainium would seed its device alone")
             if not negated:
                 return region + list(parent.body) + cpu_markers(ctx, parent), ""
-            if not (_only_stops(parent.body) or _picks_the_cpu(ctx, parent)):
+            if not (only_stops(parent.body) or _picks_the_cpu(ctx, parent)):
                 return None, ("the branch it takes without CUDA sets up the CPU path, which Trainium would then "
                               "skip; decide by hand what Trainium needs there")
             rest = list(parent.orelse)
@@ -88,9 +89,12 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
         elif isinstance(parent, ast.IfExp) and parent.test is child:
             if maps_to_where_saved(ctx, parent, negated):
                 return None, _MAP_LOCATION_NOTE
-            if not all(isinstance(v, ast.Constant) and not isinstance(v.value, str) for v in (parent.body, parent.orelse)):
+            arms = (parent.body, parent.orelse)
+            if not (all(_constant(v) for v in arms) or any(_constant(v, (int, float)) for v in arms)):
                 return region + [parent.orelse if negated else parent.body], ""
-            # `half = True if torch.cuda.is_available() else False`: a flag, decided where it is used
+            # `half = True if torch.cuda.is_available() else False`: a flag, decided where it is used; so is
+            # a value with a sentinel beside it (gluonts' `cuda_device if is_available() else -1`, then
+            # `if self.cuda_device >= 0: model.cuda(self.cuda_device)`, read set 91)
             region += [parent.orelse if negated else parent.body]
         elif isinstance(parent, ast.Assert):
             if checks_requested_cuda(ctx, parent):
@@ -128,6 +132,14 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
     return None, "neuron-lint cannot see what its value decides"
 
 
+def _constant(node, kinds: tuple = ()) -> bool:
+    """A constant that is no string (a flag's ``True``, an index's ``-1``), of one of ``kinds`` if given."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return (isinstance(node, ast.Constant) and not isinstance(node.value, str)
+            and (not kinds or isinstance(node.value, kinds) and not isinstance(node.value, bool)))
+
+
 def _library_call(ctx, call: ast.Call) -> str:
     """The name of ``call`` when it calls another library than torch or the project (GFPGAN's
     ``RealESRGANer(..., half=half)``, with ``half = True if torch.cuda.is_available() else False``)
@@ -141,20 +153,6 @@ def _library_call(ctx, call: ast.Call) -> str:
     if any("device" in (k.arg or "") for k in call.keywords):
         return ""
     return name.rpartition(".")[2]
-
-
-def _only_stops(body) -> bool:
-    """A branch that only leaves (``return``, ``raise``, a skip or an exit call), with nothing to set up."""
-    for stmt in body:
-        if isinstance(stmt, (*_TERMINATORS, ast.Pass)):
-            continue
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            func = stmt.value.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name in ("skip", "skipTest", "exit", "warn", "warning", "print", "info"):
-                continue
-        return False
-    return True
 
 
 def _picks_the_cpu(ctx, stmt: ast.If) -> bool:
@@ -186,7 +184,7 @@ def _cpu_path(ctx) -> int:
             (n.lineno for n in ctx.walk(ctx.tree) if isinstance(n, ast.If) and isinstance(n.test, ast.UnaryOp)
              and isinstance(n.test.op, ast.Not) and isinstance(n.test.operand, ast.Call)
              and ctx.qualname(n.test.operand.func) == "torch.cuda.is_available"
-             and not (_only_stops(n.body) or _picks_the_cpu(ctx, n))), 0)
+             and not (only_stops(n.body) or _picks_the_cpu(ctx, n))), 0)
     return found
 
 

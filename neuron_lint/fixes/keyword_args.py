@@ -32,6 +32,8 @@ def module_comments(ctx) -> list[tuple[int, int, str]]:
 
 def comment_between(ctx, start: tuple[int, int], end: tuple[int, int]) -> bool:
     """Is there a comment from ``start`` to ``end`` ((line, 1-based column) pairs, as ``ctx.span`` gives)?"""
+    if "#" not in ctx.text[ctx.lines.offset(*start):ctx.lines.offset(*end)]:
+        return False  # no comment can start there: the module is not tokenized for it
     return any(start <= (line, col) < end for line, col, _ in module_comments(ctx))
 
 

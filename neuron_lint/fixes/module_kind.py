@@ -23,14 +23,14 @@ _TEST_DIRS = {"tests", "test", "testing"}
 #: Test modules, and the modules of test helpers a package ships beside its code (transformers'
 #: ``testing_utils.py`` with ``require_torch_gpu``; ``_test_*.py`` modules that a suite runs by hand).
 _TEST_FILES = ("test_*.py", "*_test.py", "_test_*.py", "conftest.py", "testing_utils.py", "*_testing_utils.py")
+_TEST_FILE = re.compile("|".join(fnmatch.translate(p) for p in _TEST_FILES))  # asked for every file of a project
 
 
 def is_test_path(path: str) -> bool:
     """``test_*.py``, ``*_test.py``, ``conftest.py``, ``testing_utils.py`` and the like, or a file
     under a ``tests``/``test``/``testing`` folder of the project."""
     parts = _project_parts(path)
-    name = parts[-1] if parts else ""
-    if any(fnmatch.fnmatch(name, pattern) for pattern in _TEST_FILES):
+    if parts and _TEST_FILE.match(os.path.normcase(parts[-1])):
         return True
     return any(p in _TEST_DIRS for p in parts[:-1])
 
