@@ -114,7 +114,8 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
         if hit.rule.fix is not None:
             if ctx is None:
                 ctx = _Context(text, tree, lines, settings, analyzer.import_bindings, path=path,
-                                  flagged=frozenset(id(h.node) for h in hits), _parents=TreeParents(tree))
+                                  flagged=frozenset(id(h.node) for h in hits), _parents=TreeParents(tree),
+                                  peers=functools.partial(peer_findings, settings=settings, catalog=catalog))
             fix = plan_fix(ctx, hit)
         findings.append(_finding(hit, span, path, fix, ctx))
         nodes.append(hit.node)
@@ -145,6 +146,35 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
             findings = advertised(text, with_edits(text, findings, settings), settings, path, limit)
         forget()
     return findings
+
+
+#: Modules whose findings :func:`peer_findings` is working out (an import cycle asks no further).
+_PEERS_UNDER_WAY: set[str] = set()
+_PEERS: dict[tuple, list | None] = {}
+
+
+def peer_findings(path: str, settings: Settings, catalog: Catalog) -> list[Finding] | None:
+    """What ``check`` reports in another module (by its path), fixes planned, for a fix that must agree
+    with that module's; None when it cannot be read or parsed, or is being worked out already. Kept
+    per version of the file."""
+    key = os.path.abspath(path)
+    try:
+        st = os.stat(key)
+    except OSError:
+        return None
+    version = (key, st.st_mtime_ns, st.st_size, settings)
+    if version not in _PEERS:
+        if key in _PEERS_UNDER_WAY:
+            return None
+        _PEERS_UNDER_WAY.add(key)
+        try:
+            result = check_file(key, replace(settings, fix_edits=False), catalog)
+        finally:
+            _PEERS_UNDER_WAY.discard(key)
+        if len(_PEERS) > 256:
+            _PEERS.clear()
+        _PEERS[version] = None if result.errors else list(result.findings)
+    return _PEERS[version]
 
 
 class _Context(PlanContext):

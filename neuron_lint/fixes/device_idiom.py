@@ -26,6 +26,7 @@ from .device_choice import (
 from .device_forms import convert, cst_literal_kind, word
 from .guard_reach import typed_data_note
 from .guards import region_nodes
+from .imported_device import imported_device_note
 from .line_length import line_length
 from .plan import DEVICE_VAR
 from .visible_devices import VISIBLE_LATER, chosen_before, picks_visible_devices
@@ -121,7 +122,7 @@ def plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str, fixer:
     if node is not cuda_arm and not called:
         ctx.note(hit, f"not rewritten: `{short(ctx, guard)}` picks CUDA when CUDA is missing; fix it by hand")
         return None
-    typed = typed_data_note(ctx, guard.test, region_nodes)
+    typed = typed_data_note(ctx, guard.test, region_nodes) or imported_device_note(ctx)
     if typed:
         ctx.note(hit, f"not rewritten: {typed}")
         return None

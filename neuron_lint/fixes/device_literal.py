@@ -76,6 +76,7 @@ from .device_idiom import (
 from .device_lists import rewrite_guard_list
 from .guard_reach import chosen_by_flag, compared_as_cuda, sliced_note, typed_data_note
 from .guards import region_nodes
+from .imported_device import imported_device_note
 from .load_locations import load_location
 from .module_kind import forks_workers
 from .name_dispatch import dispatcher_note
@@ -122,7 +123,7 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             return None
         value = ctx.defined_device.value
         tests = [n for n in ctx.walk(value) if is_availability(ctx, n)]
-        typed = typed_data_note(ctx, tests[0], region_nodes) if tests else ""
+        typed = (typed_data_note(ctx, tests[0], region_nodes) or imported_device_note(ctx)) if tests else ""
         if typed:
             ctx.note(hit, f"not rewritten: {typed}")
             return None

@@ -11,14 +11,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Callable
 
 from ..config.settings import Settings
 from ..engine.parents import TreeParents, walk_nodes
 from ..io.positions import LineIndex
 from ..model import Applicability, Fix
 
-# (their readers of the project's files join the one project walk, project_scan.source_index, only
-# if registered before it runs: imported with the planning, not when a fixer first asks)
+# (their readers join the one project walk, project_scan.source_index, only if registered before it runs)
 from . import mocked, name_dispatch, own_extension, process_group, vendored_device  # noqa: F401
 from .function_imports import FunctionImports
 from .library_device import library_device_note
@@ -133,6 +133,7 @@ class PlanContext:
     path: str = ""  # the module's path as given to check (fixers may treat test files differently)
     flagged: frozenset[int] = frozenset()  # id() of every node a rule reported in this module
     _walks: dict[int, list] = field(default_factory=dict, repr=False)
+    peers: Callable[[str], list | None] | None = field(default=None, repr=False)  # another module's findings
 
     # ------------------------------------------------------------------ positions and tree
     def span(self, node) -> tuple[int, int, int, int]:
