@@ -224,6 +224,11 @@ def nccl_keyed(ctx, node: ast.AST) -> int:
     return 0
 
 
+#: Names about NCCL that are no binding: a test, or a helper that sets NCCL's environment variables
+#: (ByteTrack's ``from yolox.utils import configure_nccl``, read set 91).
+_NOT_A_BINDING = ("is_", "has_", "configure_", "setup_", "set_", "get_", "check_")
+
+
 def nccl_code(ctx, node: ast.AST) -> str:
     """What makes the code around ``node`` NCCL's own, or ``""``: the module is named for NCCL
     (torchrl's ``vllm_nccl.py``, ``sglang_nccl.py``), or it imports an NCCL binding (vLLM's
@@ -241,8 +246,9 @@ def nccl_code(ctx, node: ast.AST) -> str:
     if found is None:  # once per module: (import, the class or function it is in, or None)
         found = ctx.__dict__["_nrn_nccl_imports"] = [
             (n, _owner(ctx, n)) for n in ctx.walk(ctx.tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-            and any("nccl" in part.lower() and not part.startswith("is_") for a in ([n.module or ""] if isinstance(n, ast.ImportFrom) else [])
-                    + [a.name for a in n.names] for part in a.split("."))]
+            and any("nccl" in part.lower() and not part.startswith(_NOT_A_BINDING)
+                    for a in ([n.module or ""] if isinstance(n, ast.ImportFrom) else []) + [a.name for a in n.names]
+                    for part in a.split("."))]
     around = {id(p) for p in ctx.ancestors(node)}
     for imp, owner in found:
         if owner is None or id(owner) in around:
