@@ -175,3 +175,21 @@ def skip_statement(ctx, guard) -> ast.Call | None:
     call = stmt.body[-1].value
     return call if _called(call) in ("skip", "skipTest") else None
 
+
+_GRADCHECKS = frozenset({"gradcheck", "gradgradcheck"})
+_FLOAT64 = frozenset({"torch.float64", "torch.double"})
+
+
+def float64_test(ctx, walked) -> str:
+    """``gradcheck`` or a float64 dtype among the nodes of a skipped test, as the note names it, or ``""``."""
+    for n in walked:
+        if isinstance(n, ast.Call):
+            func = n.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _GRADCHECKS:
+                return f"`{name}` (line {n.lineno})"
+            if name == "double" and isinstance(func, ast.Attribute) and not n.args:
+                return f"`.double()` (line {n.lineno})"
+        elif isinstance(n, ast.Attribute) and ctx.qualname(n) in _FLOAT64:
+            return f"`{ctx.qualname(n)}` (line {n.lineno})"
+    return ""

@@ -27,6 +27,7 @@ from .guard_reach import (
 )
 from .guard_skips import (
     GENERIC_SKIP_WORDS,
+    float64_test,
     is_skip,
     named_skip_elsewhere,
     only_stops,
@@ -233,26 +234,44 @@ def _walk_decided(ctx, top, guard):
     return ctx.walk(top)
 
 
+def _per_top(ctx, key: str, top, guard, compute):
+    """``compute`` of the nodes of decided code ``top`` (:func:`_walk_decided`), kept per module under
+    ``key`` for each top and the decorator left out: a module's guards often decide the same code."""
+    own = ()
+    if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        own = tuple(id(d) for d in top.decorator_list if any(n is guard for n in ast.walk(d)))
+    memo = ctx.__dict__.setdefault(key, {})
+    found = memo.get((id(top), own), memo)
+    if found is memo:
+        found = memo[(id(top), own)] = compute(_walk_decided(ctx, top, guard))
+    return found
+
+
 def _cuda_sites(ctx, nodes, guard=None) -> list:
     """CUDA-specific sites in the decided code: names under torch.cuda, `.cuda()`, `.is_cuda`, "cuda"/"nccl"."""
+    return [site for top in nodes for site in _per_top(ctx, "_nrn_cuda_sites", top, guard,
+                                                       lambda walked: _sites_in(ctx, walked))]
+
+
+def _sites_in(ctx, walked) -> list:
+    """The CUDA-specific sites among ``walked`` (see :func:`_cuda_sites`)."""
     sites = []
-    for top in nodes:
-        for n in _walk_decided(ctx, top, guard):
-            if isinstance(n, ast.Attribute):
-                q = ctx.qualname(n)
-                if n.attr in ("cuda", "is_cuda") and q is None or n.attr == "cuda" and q and q.split(".")[0] != "torch":
-                    # `.cuda()` on an object, a flag named for CUDA (`args.cuda`), or another library's
-                    # CUDA (Genesis's `gs.cuda` backend in torchrl's `if t == "cuda": return gs.cuda`,
-                    # read set 63; `ti.cuda`, `cupy.cuda`)
-                    sites.append(n)
-                    continue
-                if q and (q.startswith("torch.cuda.") or q == "torch.cuda") and not isinstance(ctx.parent(n), ast.Attribute):
-                    sites.append(n)
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and (
-                    n.value.split(":")[0].lower() in ("cuda", "nccl")
-                    or cuda_keyed(n.value, isinstance(ctx.parent(n), ast.Compare))):
-                if not _message(ctx, n):
-                    sites.append(n)
+    for n in walked:
+        if isinstance(n, ast.Attribute):
+            q = ctx.qualname(n)
+            if n.attr in ("cuda", "is_cuda") and q is None or n.attr == "cuda" and q and q.split(".")[0] != "torch":
+                # `.cuda()` on an object, a flag named for CUDA (`args.cuda`), or another library's
+                # CUDA (Genesis's `gs.cuda` backend in torchrl's `if t == "cuda": return gs.cuda`,
+                # read set 63; `ti.cuda`, `cupy.cuda`)
+                sites.append(n)
+                continue
+            if q and (q.startswith("torch.cuda.") or q == "torch.cuda") and not isinstance(ctx.parent(n), ast.Attribute):
+                sites.append(n)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and (
+                n.value.split(":")[0].lower() in ("cuda", "nccl")
+                or cuda_keyed(n.value, isinstance(ctx.parent(n), ast.Compare))):
+            if not _message(ctx, n):
+                sites.append(n)
     return sites
 
 
@@ -335,7 +354,7 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
         if GENERIC_SKIP_WORDS.sub(" ", reason.lower()).strip():
             return None, (f"the skip's reason ({reason[:60]!r}) names what needs CUDA; decide by hand whether "
                           "Trainium has it before the test runs there")
-        float64 = _float64_test(ctx, nodes, call)
+        float64 = float64_test(ctx, (n for top in nodes for n in _walk_decided(ctx, top, call)))
         if float64:
             return None, (f"the test it skips uses {float64}; Trainium computes float64 as float32, so the test "
                           "would fail there; decide by hand whether it should run on Trainium")
@@ -410,32 +429,13 @@ def _cuda_only_code(ctx, nodes, guard) -> str:
     from .cuda_only import cuda_only_node
 
     for top in nodes:
-        for n in _walk_decided(ctx, top, guard):
-            what = cuda_only_node(ctx, n)
-            if what:
-                return what
+        what = _per_top(ctx, "_nrn_cuda_only_code", top, guard,
+                        lambda walked: next((w for n in walked if (w := cuda_only_node(ctx, n))), ""))
+        if what:
+            return what
     for top in nodes:  # then what the module's own functions called there run (svox2's `self.accelerate()`)
-        for n in _walk_decided(ctx, top, guard):
-            if isinstance(n, ast.Call) and (what := cuda_only_callee(ctx, n)):
-                return what
-    return ""
-
-
-_GRADCHECKS = frozenset({"gradcheck", "gradgradcheck"})
-_FLOAT64 = frozenset({"torch.float64", "torch.double"})
-
-
-def _float64_test(ctx, nodes, guard) -> str:
-    """``gradcheck`` or a float64 dtype in a skipped test, as the note names it, or ``""``."""
-    for top in nodes:
-        for n in _walk_decided(ctx, top, guard):
-            if isinstance(n, ast.Call):
-                func = n.func
-                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if name in _GRADCHECKS:
-                    return f"`{name}` (line {n.lineno})"
-                if name == "double" and isinstance(func, ast.Attribute) and not n.args:
-                    return f"`.double()` (line {n.lineno})"
-            elif isinstance(n, ast.Attribute) and ctx.qualname(n) in _FLOAT64:
-                return f"`{ctx.qualname(n)}` (line {n.lineno})"
+        what = _per_top(ctx, "_nrn_cuda_only_callee", top, guard, lambda walked: next(
+            (w for n in walked if isinstance(n, ast.Call) and (w := cuda_only_callee(ctx, n))), ""))
+        if what:
+            return what
     return ""

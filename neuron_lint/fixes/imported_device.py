@@ -6,7 +6,9 @@ and chooses its own device with the same test. The imported module is a library 
 choice stays (asking the accelerator at import is what a fix must not do): on Trainium it keeps the
 CPU. Rewritten alone, the importing module's choice would move the net and the batches to the
 accelerator while the imported code's tensors stay on the CPU, where the two used to agree (read set
-91). Such a choice stays with a note, until both are ported.
+91). Such a choice stays with a note, until both are ported; where the same run rewrites the imported
+module's choice too (a plain ``torch.device("cuda" if ... else "cpu")``: what ``check`` plans for that
+module says so), the two agree and both are rewritten.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ def imported_device_note(ctx) -> str:
             line = _choice_line(path)
             if line and os.path.abspath(path) != os.path.abspath(ctx.path) and not _rewritten(ctx, path, line):
                 shown = os.path.relpath(path, os.path.dirname(os.path.abspath(ctx.path))).replace(os.sep, "/")
-                found = (f"`{module}` ({shown}:{line}) chooses its own device with the same CUDA test when it is "
-                         "imported, and keeps it (a library module must not ask the accelerator at import); "
-                         "rewritten alone, this choice would put its data on the accelerator while that "
-                         "module's stays on the CPU. Port the two together")
+                found = (f"`{module}` ({shown}:{line}) chooses its own device with a CUDA test when it is "
+                         "imported, and this run leaves that choice as it is; rewritten alone, this one would "
+                         "put its data on the accelerator while that module's stays on the CPU. Port the two "
+                         "together")
                 break
         ctx.__dict__["_nrn_imported_device"] = found
     return found
