@@ -192,6 +192,19 @@ def test_a_cell_given_the_device_definition_ends_as_it_did(tmp_path: Path, endin
     assert first.startswith("import torch\n\nDEVICE = (\n") and first.endswith(")" + ending), first
 
 
+def test_cells_written_with_crlf_keep_it(tmp_path: Path):
+    """A notebook whose cells end their lines with ``\r\n`` (Grad-TTS's inference notebook, read set
+    93) keeps them in the cells a fix changes: new lines too, and a second run changes nothing."""
+    path = tmp_path / "nb.ipynb"
+    write_jupyter(path, notebook(cell("code", lines("import torch\r\n\r\nx = 1\r\n")),
+                                 cell("code", lines("model = torch.nn.Linear(2, 2).cuda()\r\ny = 2"))))
+    assert fix_file(path, Settings()).written
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert "DEVICE = (\r\n" in sources[0] and ".to(DEVICE)\r\ny = 2" in sources[1]
+    assert all(text.count("\n") == text.count("\r\n") for text in sources)
+    assert not fix_file(path, Settings()).written
+
+
 def test_an_added_import_and_device_go_below_the_setup_cells(tmp_path: Path):
     """d3rlpy's tutorials (set 62) start with a Colab-only cell of `!apt-get`/`!pip install` lines,
     skipped elsewhere: the `import torch` and `DEVICE` a fix adds go into the cell of the first

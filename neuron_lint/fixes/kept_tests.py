@@ -2,8 +2,8 @@
 
 When a ``torch.cuda.is_available()`` check or a ``device.type == "cuda"`` comparison keeps its CUDA
 spelling (its finding has a note and no fix: the project's own operators need the CPU path, a later
-branch serves another device, the branch names GPU machinery...), the body of its ``if`` (or the arm
-of its ``a if test else b``) runs on CUDA only. A rewrite there changes nothing on CUDA, never runs on
+branch serves another device, the branch names GPU machinery...), the body of its ``if`` (the arm
+of its ``a if test else b``, what follows its ``assert``) runs on CUDA only. A rewrite there changes nothing on CUDA, never runs on
 Trainium, and where it does something different (mmengine's bfloat16 check asked of the CPU module,
 fairseq's LM moved while its test kept it on the CPU) it is wrong. Those fixes are dropped with a
 note: the test and its code are ported together or not at all. Where an availability check's code
@@ -161,6 +161,12 @@ def _cuda_arm(ctx, node: ast.AST) -> list | None:
         return list(arm) if arm else None
     if isinstance(parent, ast.IfExp) and parent.test is child:
         return [parent.orelse if negated else parent.body]
+    if isinstance(parent, ast.Assert) and parent.test is child and not negated:
+        # `assert torch.cuda.is_available(), "CUDA is required for AMP training!"` (detrex's and OneFormer's
+        # AMP trainers, read set 93): what follows in its block runs only where it holds
+        block = ctx.block_of(parent) or []
+        rest = block[next((i for i, s in enumerate(block) if s is parent), len(block)) + 1:]
+        return list(rest) or None
     return None
 
 

@@ -6,6 +6,7 @@ holds a dependency manifest (:func:`neuron_lint.manifests.manifest_files`).
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
@@ -75,3 +76,18 @@ def project_min_torch(start: Path) -> tuple[str, str, str]:
     if bound < FIX_TORCH_FLOOR:
         return ".".join(str(p) for p in FIX_TORCH_FLOOR), where, shown
     return shown, where, ""
+
+
+#: Modules of PyTorch before 1.0 (pixel2style2pixel's sketch script: `load_lua`, "Must have torch==0.4.1").
+_PRE_1_0 = ("torch.utils.serialization", "torch.legacy")
+
+
+def pre_1_0_import(ctx) -> ast.stmt | None:
+    """The first import of a module PyTorch 1.0 removed, or None (asked once per module)."""
+    if "_nrn_pre_1_0" not in ctx.__dict__:
+        ctx.__dict__["_nrn_pre_1_0"] = next((
+            n for n in ctx.walk(ctx.tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                name == m or name.startswith(m + ".") for m in _PRE_1_0
+                for name in ([n.module or ""] if isinstance(n, ast.ImportFrom) else [a.name for a in n.names]))
+        ), None) if "torch.utils.serialization" in ctx.text or "torch.legacy" in ctx.text else None
+    return ctx.__dict__["_nrn_pre_1_0"]

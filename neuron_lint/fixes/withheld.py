@@ -37,6 +37,7 @@ from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch, kernel_dispatch
 from .device_maps import indexed_comparison
+from .min_torch import pre_1_0_import
 from .mocked import mocked_by_tests
 from .module_kind import is_str, is_test_path, module_level, named_test_without_tests, torch_imported_after
 from .native_neuron import native_neuron_note
@@ -75,6 +76,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     if older is not None:
         return (f"not rewritten: it is the branch for an older PyTorch (the version test on line {older.lineno}); "
                 "the device-agnostic APIs a fix writes may not exist there")
+    ancient = pre_1_0_import(ctx)
+    if ancient is not None:
+        return (f"not rewritten: the module imports `{ancient.module or ancient.names[0].name}` (line {ancient.lineno}), "
+                "which PyTorch 1.0 removed: it runs on an older torch, without `torch.accelerator` (and the "
+                "legacy modules `load_lua` returns have `.cuda()` but no `.to()`)")
     expected = expected_to_raise(ctx, node)
     if expected is not None:
         return (f"not rewritten: the test expects this code to raise (`{ctx.segment(expected)[:40]}`, line "

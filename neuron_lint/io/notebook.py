@@ -325,8 +325,15 @@ def _list_style(nb: Notebook, index: int) -> tuple[str, str, str]:
 
 def changed_cells(nb: Notebook, sources: list[str]) -> dict[int, tuple[str, str]]:
     """Cell number -> (old, new) source, for the code cells whose source ``sources`` changes."""
-    return {c.number: (c.source, new) for c, new in zip(nb.code_cells, sources)
+    return {c.number: (c.source, _endings_of(c.source, new)) for c, new in zip(nb.code_cells, sources)
             if new != c.source.replace("\r\n", "\n")}
+
+
+def _endings_of(old: str, new: str) -> str:
+    """``new`` (its lines ended by ``\n``, as :func:`join_cells` wrote them) with the line ending most
+    of ``old``'s lines have (Grad-TTS's inference notebook ends its cells' lines with ``\r\n``)."""
+    crlf = old.count("\r\n")
+    return new.replace("\n", "\r\n") if crlf and crlf * 2 >= old.count("\n") else new
 
 
 def write_cells(nb: Notebook, changed: dict[int, tuple[str, str]], original: bytes) -> bytes:
