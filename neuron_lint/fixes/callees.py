@@ -41,7 +41,9 @@ def cuda_only_callee(ctx, call: ast.Call) -> str:
     from .cuda_only import cuda_only_node
 
     target = _callee(ctx, call)
-    if target is None or ctx.enclosing_function(call) is target:
+    if target is None:
+        return _inherited_cuda_method(ctx, call)
+    if ctx.enclosing_function(call) is target:
         return ""
     cache = ctx.__dict__.setdefault("_nrn_callee_cuda_only", {})
     found = cache.get(id(target))
@@ -49,3 +51,23 @@ def cuda_only_callee(ctx, call: ast.Call) -> str:
         found = next((what for n in ctx.walk(target) if n is not target and (what := cuda_only_node(ctx, n))), "")
         cache[id(target)] = found
     return f"`{ctx.segment(call.func)}` (line {call.lineno}), whose code calls {found}" if found else ""
+
+
+#: Methods that OpenMMLab's logger hooks define and read CUDA's memory statistics with
+#: (``torch.cuda.max_memory_allocated``): a subclass calling one under ``torch.cuda.is_available()``
+#: (ViT-Adapter's ``CustomizedTextLoggerHook``, read set 94) asks CUDA, whatever its own test says.
+_LIBRARY_CUDA_METHODS = {"_get_max_memory": ("mmcv", "mmengine")}
+
+
+def _inherited_cuda_method(ctx, call: ast.Call) -> str:
+    """``self.<method>(...)`` of :data:`_LIBRARY_CUDA_METHODS` in a class derived from one of the
+    libraries that define it, as the note names it, or ``""``."""
+    func = call.func
+    libraries = _LIBRARY_CUDA_METHODS.get(getattr(func, "attr", ""))
+    if not (libraries and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return ""
+    cls = next((p for p in ctx.ancestors(call) if isinstance(p, ast.ClassDef)), None)
+    library = next((top for b in (cls.bases if cls is not None else [])
+                    if (top := (ctx.qualname(b) or "").split(".")[0]) in libraries), "")
+    return (f"`{ctx.segment(func)}` (line {call.lineno}), which its {library} base class defines to read "
+            "`torch.cuda`'s memory statistics" if library else "")

@@ -46,6 +46,8 @@ def literal_kind(node) -> str | None:
     form, text = "", None
     if isinstance(node, ast.Constant):
         form, text = "text", node.value
+    elif _bare_fstring(node):  # `f"cuda"` (guided-diffusion's `dist_util.dev()`, copied into many projects)
+        return "plain"
     elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
         form, text = "fstring", node.values[0].value
     elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
@@ -58,11 +60,19 @@ def literal_kind(node) -> str | None:
     return _kind(form, text)
 
 
+def _bare_fstring(node) -> bool:
+    """``f"cuda"``: an f-string with nothing to format, CUDA's plain name."""
+    return isinstance(node, ast.JoinedStr) and len(node.values) == 1 and isinstance(node.values[0], ast.Constant) \
+        and node.values[0].value == "cuda"
+
+
 _CST_KIND = {"plain": "SimpleString", "indexed": "SimpleString", "fstring": "FormattedString"}
 
 
 def cst_kind(node) -> str:
     kind = literal_kind(node)
+    if isinstance(node, ast.JoinedStr):
+        return "FormattedString"
     if kind in _CST_KIND:
         return _CST_KIND[kind]
     return "Call" if isinstance(node, ast.Call) else "BinaryOperation"
@@ -94,6 +104,8 @@ def cst_literal_kind(node) -> str | None:
     if isinstance(node, cst.SimpleString):
         return _kind("text", node.evaluated_value)
     if isinstance(node, cst.FormattedString):
+        if len(node.parts) == 1 and isinstance(node.parts[0], cst.FormattedStringText) and node.parts[0].value == "cuda":
+            return "plain"  # f"cuda"
         if node.parts and isinstance(node.parts[0], cst.FormattedStringText):
             return _kind("fstring", node.parts[0].value)
         return None
@@ -122,6 +134,8 @@ def _swap_word(node):
     """``"cuda..."`` -> ``"neuron..."`` inside one string literal node (prefix and quotes kept)."""
     import libcst as cst
 
+    if isinstance(node, cst.FormattedString):  # f"cuda": the word alone, as a plain string
+        return cst.SimpleString(f"{node.end}neuron{node.end}")
     raw = node.raw_value
     if not raw.startswith("cuda"):
         raise Decline("the string does not start with `cuda`")
