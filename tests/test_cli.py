@@ -158,3 +158,29 @@ def test_python_dash_m_and_console_script_agree(cli):
         pytest.skip("console script not on PATH")
     r = subprocess.run([exe, "--version"], capture_output=True, text=True)
     assert r.stdout == cli("--version").stdout
+
+
+def test_a_ctrl_c_lost_in_a_weakref_callback_is_delivered_again(monkeypatch):
+    """A KeyboardInterrupt raised inside a weak reference's callback (during a garbage collection)
+    cannot propagate: Python prints it with a traceback and goes on. The command line's hook prints
+    nothing and interrupts the run again from outside the callback (a `fix` run stopped with Ctrl-C
+    printed a traceback, and could have gone on)."""
+    import sys
+    import time
+    import weakref
+
+    from neuron_lint.cli.commands import _interrupt_again
+
+    monkeypatch.setattr(sys, "unraisablehook", _interrupt_again)
+
+    class Thing:
+        pass
+
+    def callback(_ref):
+        raise KeyboardInterrupt
+
+    thing = Thing()
+    ref = weakref.ref(thing, callback)  # noqa: F841  (kept alive so that its callback runs)
+    with pytest.raises(KeyboardInterrupt):
+        del thing
+        time.sleep(2)

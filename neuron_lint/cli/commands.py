@@ -32,6 +32,7 @@ def main() -> None:
 
     install()
     gc.set_threshold(*GC_THRESHOLDS)
+    sys.unraisablehook = _interrupt_again
     code: object = 0
     try:
         if os.environ.get("NO_COLOR") == "":
@@ -44,3 +45,18 @@ def main() -> None:
     except SystemExit as exc:
         code = exc.code
     raise SystemExit(finish(code))
+
+
+def _interrupt_again(unraisable, _default=sys.unraisablehook) -> None:
+    """A Ctrl-C that lands in a callback Python cannot raise from (a weak reference's, during a
+    garbage collection) would be printed with its traceback and then lost, and the run would go on:
+    deliver it again, to be raised where the run can stop on it (exit 130). Anything else as Python
+    reports it."""
+    if unraisable.exc_type is KeyboardInterrupt:
+        import _thread
+        import threading
+
+        # from another thread, a moment later: raised here, in the hook, it would be lost the same way
+        threading.Timer(0.01, _thread.interrupt_main).start()
+        return
+    _default(unraisable)
