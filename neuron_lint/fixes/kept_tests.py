@@ -2,17 +2,17 @@
 
 When a ``torch.cuda.is_available()`` check or a ``device.type == "cuda"`` comparison keeps its CUDA
 spelling (its finding has a note and no fix: the project's own operators need the CPU path, a later
-branch serves another device, the branch names GPU machinery...), the body of its ``if`` (the arm
-of its ``a if test else b``, what follows its ``assert``) runs on CUDA only. A rewrite there changes nothing on CUDA, never runs on
-Trainium, and where it does something different (mmengine's bfloat16 check asked of the CPU module,
-fairseq's LM moved while its test kept it on the CPU) it is wrong. Those fixes are dropped with a
-note: the test and its code are ported together or not at all. Where an availability check's code
-places something on CUDA, that stays on the CPU on Trainium, and so does every other placement of
-its class (or function): moved to the accelerator, they would meet it there on another device
-(fairseq's LM in OFA, read set 65: the model kept on the CPU, its inputs sent to neuron). Where its
-code wraps the model in DistributedDataParallel, the process group its class sets up (the NCCL
-backend, the rank's ``set_device``) stays too. A test another fix rewrites together with its choice
-is not one that stays.
+branch serves another device, the branch names GPU machinery...), the body of its ``if`` (the arm of
+its ``a if test else b``, what follows its ``assert``) runs on CUDA only. A rewrite there changes
+nothing on CUDA, never runs on Trainium, and where it does something different (mmengine's bfloat16
+check asked of the CPU module, fairseq's LM moved while its test kept it on the CPU) it is wrong.
+Those fixes are dropped with a note: the test and its code are ported together or not at all. Where
+an availability check's code places something on CUDA, that stays on the CPU on Trainium, and so
+does every other placement of its class (or function): moved to the accelerator, they would meet it
+there on another device (fairseq's LM in OFA, read set 65: the model kept on the CPU, its inputs
+sent to neuron). Where its code wraps the model in DistributedDataParallel, the process group its
+class sets up (the NCCL backend, the rank's ``set_device``) stays too. A test another fix rewrites
+together with its choice is not one that stays.
 """
 
 from __future__ import annotations
