@@ -41,18 +41,20 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
             continue
         arm = _cuda_arm(ctx, node)
         skipped = None if arm is not None else _skipped_unless(ctx, node)
+        # a skipped test is a whole of its own (the other tests of its class are not beside it), and
+        # past a failed assert nothing runs: neither holds the other placements of its scope
+        whole = skipped is None and not _asserted(ctx, node)
         for arm in [arm] if arm is not None else [skipped] if skipped is not None else _flag_arms(ctx, node):
             first, last = ctx.span(arm[0]), ctx.span(arm[-1])
             area = (first[0], first[1], last[2], last[3], f.line, ctx.segment(node).splitlines()[0][:60])
             areas.append(area)
-            # (a skipped test is a whole of its own: the other tests of its class are not beside it)
-            if f.code == "NRN203" and skipped is None and any(g.code in _PLACING and _within(g, area) for g in findings):
+            if f.code == "NRN203" and whole and any(g.code in _PLACING and _within(g, area) for g in findings):
                 # what an availability check places stays on the CPU on Trainium: so does every placement
                 # of its class (or function)
                 scope = _scope(ctx, node)
                 if scope is not None:
                     scopes.append((*scope, f.line, area[5]))
-            if f.code == "NRN203" and skipped is None and any(_wraps_ddp(g) and _within(g, area) for g in findings):
+            if f.code == "NRN203" and whole and any(_wraps_ddp(g) and _within(g, area) for g in findings):
                 # it decides where the model is wrapped in DistributedDataParallel: the process group of
                 # its class (or function) is set up for CUDA with it (se3_diffusion's Experiment, set 88)
                 scope = _scope(ctx, node)
@@ -168,6 +170,14 @@ def _cuda_arm(ctx, node: ast.AST) -> list | None:
         rest = block[next((i for i, s in enumerate(block) if s is parent), len(block)) + 1:]
         return list(rest) or None
     return None
+
+
+def _asserted(ctx, node: ast.AST) -> bool:
+    """Is the test at ``node`` (``torch.cuda.is_available``) what an ``assert`` checks?"""
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.Call) and parent.func is node:
+        parent = ctx.parent(parent)
+    return isinstance(parent, ast.Assert)
 
 
 _SKIP_IF = frozenset({"skipif", "skipIf"})
