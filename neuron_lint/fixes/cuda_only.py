@@ -103,7 +103,7 @@ def dotted(node) -> list[str]:
     return []
 
 
-def _extension_names(ctx) -> set[str]:
+def extension_names(ctx) -> set[str]:
     """Names bound to a compiled extension: ``torch.utils.cpp_extension.load(...)``, or a project's
     own loader named so (mmcv's ``ext_module = ext_loader.load_ext('_ext', [...])``)."""
     found = ctx.__dict__.get("_nrn208_ext")
@@ -118,7 +118,7 @@ def _extension_names(ctx) -> set[str]:
     return found
 
 
-def _imported_cuda_names(ctx) -> set[str]:
+def imported_cuda_names(ctx) -> set[str]:
     """Names the module's top-level imports (also under a top-level ``try`` or ``if``) bind to code
     named as CUDA-only: s4's ``from extensions.kernels.vandermonde import log_vandermonde_cuda``,
     ``from .cauchy import cauchy_mult as cauchy_cuda``. A flag (``use_cuda = ...``) is no import."""
@@ -134,19 +134,19 @@ def _imported_cuda_names(ctx) -> set[str]:
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 for alias in stmt.names:
                     bound = alias.asname or alias.name.partition(".")[0]
-                    if _cuda_only_part(bound) or alias.asname and _cuda_only_part(alias.name.rpartition(".")[2]):
+                    if cuda_only_part(bound) or alias.asname and cuda_only_part(alias.name.rpartition(".")[2]):
                         found.add(bound)
         ctx.__dict__["_nrn_imported_cuda"] = found
     return found
 
 
-def _cuda_only_part(part: str) -> bool:
+def cuda_only_part(part: str) -> bool:
     """Is ``part``, one component of a dotted name, one of :data:`_CUDA_ONLY_PARTS`?"""
     return _CUDA_ONLY_PART.match(part) is not None
 
 
 def _cuda_library(module: str) -> bool:
-    return any(_cuda_only_part(part) for part in module.split("."))
+    return any(cuda_only_part(part) for part in module.split("."))
 
 
 def _cuda_library_names(ctx) -> set[str]:
@@ -171,7 +171,7 @@ def _cuda_library_names(ctx) -> set[str]:
     return found
 
 
-def _launches_kernels(ctx, func: ast.Subscript) -> bool:
+def launches_kernels(ctx, func: ast.Subscript) -> bool:
     """``kernel[grid](...)`` is a Triton or Numba launch where the module uses one of them or the
     name says kernel; elsewhere it is a lookup that is called (DiT's ``DiT_models[args.model](...)``)."""
     name = ".".join(dotted(func.value))
@@ -181,7 +181,7 @@ def _launches_kernels(ctx, func: ast.Subscript) -> bool:
 def cuda_only_call(ctx, call: ast.Call) -> str:
     """What makes ``call`` CUDA-only code (for the note), or ``""``."""
     func = call.func
-    if isinstance(func, ast.Subscript) and _launches_kernels(ctx, func):
+    if isinstance(func, ast.Subscript) and launches_kernels(ctx, func):
         return "a kernel launch `kernel[grid](...)`"
     if isinstance(func, ast.Attribute) and func.attr == "data_ptr":
         return "`.data_ptr()` (a raw device pointer for a kernel)"
@@ -193,8 +193,8 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
     name = ".".join(written)
     if qual[:2] == ["torch", "_C"] and len(qual) == 3 and qual[2].startswith("_cuda"):
         return f"`{name}`, a private CUDA binding (missing, or about CUDA only, in a torch built without CUDA)"
-    if written[0] in _extension_names(ctx) or (written[0] in _imported_cuda_names(ctx)
-                                               and not _cuda_only_part(written[0])):
+    if written[0] in extension_names(ctx) or (written[0] in imported_cuda_names(ctx)
+                                               and not cuda_only_part(written[0])):
         # (the second: a module imported under another name, OpenPCDet's
         # `from . import pointnet2_batch_cuda as pointnet2`)
         return f"`{name}`, a compiled extension"
@@ -211,7 +211,7 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
         if not parts or parts[0] == "torch" and (len(parts) < 2 or parts[1] in ("cuda", "_C", "backends")):
             continue  # torch's own CUDA API is another rule's finding (see `region`)
         for part in parts[:-1] if len(parts) > 1 else parts:
-            if _cuda_only_part(part):
+            if cuda_only_part(part):
                 return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
         if len(parts) > 1 and any(fnmatch.fnmatchcase(parts[-1], p) for p in ("*cuda*", "*CUDA*", "*kernel*")):
             return f"`{name}`, CUDA-only code (a compiled extension or kernel)"
@@ -249,7 +249,7 @@ def _cuda_only_node(ctx, n: ast.AST) -> str:
             # it; tensors saved on a GPU load back onto CUDA, which Trainium does not have
             return (f"`torch.load` without `map_location` on line {n.lineno} (a checkpoint saved on "
                     "a GPU loads onto CUDA)")
-    elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in _imported_cuda_names(ctx) and not (
+    elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in imported_cuda_names(ctx) and not (
             isinstance(ctx.parent(n), ast.Call) and ctx.parent(n).func is n):
         # s4's kernel dispatch: `log_vandermonde = log_vandermonde_cuda`, the function handed on
         return f"`{n.id}` (imported CUDA-only code, handed on) on line {n.lineno}"

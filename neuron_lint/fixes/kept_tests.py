@@ -207,25 +207,39 @@ def _skipped_unless(ctx, node: ast.AST) -> list | None:
 def _flag_arms(ctx, node: ast.AST) -> list[list]:
     """The bodies of the ``if flag:`` (alone or in an ``and``) of the function (or module) where the
     test at ``node`` is stored in a flag assigned once there: vilbert's notebook, ``cuda =
-    torch.cuda.is_available()`` then ``if cuda: model = model.cuda(0)`` (read set 69)."""
+    torch.cuda.is_available()`` then ``if cuda: model = model.cuda(0)`` (read set 69); PSMNet's
+    ``args.cuda = not args.no_cuda and torch.cuda.is_available()`` then ``if args.cuda:`` (set 98: true
+    only where the test is)."""
     call = ctx.parent(node)
     if not (isinstance(call, ast.Call) and call.func is node):
         return []
-    stmt = ctx.parent(call)
-    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)):
+    value = stmt = ctx.parent(call)
+    if isinstance(stmt, ast.BoolOp) and isinstance(stmt.op, ast.And) and call in stmt.values:
+        value, stmt = stmt, ctx.parent(stmt)
+    else:
+        value = call
+    if not (isinstance(stmt, ast.Assign) and stmt.value is value and len(stmt.targets) == 1
+            and _flag_key(stmt.targets[0])):
         return []
-    flag = stmt.targets[0].id
+    flag = _flag_key(stmt.targets[0])
     scope = ctx.enclosing_function(stmt) or ctx.tree
     walked = ctx.walk(scope)
-    if sum(1 for n in walked if isinstance(n, ast.Name) and n.id == flag and isinstance(n.ctx, ast.Store)) != 1:
+    if sum(1 for n in walked if isinstance(getattr(n, "ctx", None), ast.Store) and _flag_key(n) == flag) != 1:
         return []
     arms = []
     for n in walked:
         test = n.test if isinstance(n, ast.If) else None
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             test = test.values[0]
-        if isinstance(test, ast.Name) and test.id == flag and n.body:
+        if test is not None and _flag_key(test) == flag and n.body:
             arms.append(list(n.body))
     return arms
 
+
+def _flag_key(node: ast.AST) -> str:
+    """``name`` or ``name.attr`` as a flag is written (``cuda``, ``args.cuda``), else ``""``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return ""

@@ -22,6 +22,7 @@
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
 - a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
+- anything in a function that always calls a compiled CUDA extension (:mod:`.kernel_function`);
 - a device named in a function that hands its tensors to its kernels by ``is_cuda`` (:func:`.device_dispatch.kernel_dispatch`);
 - a CUDA availability check in a project that builds its own C++/CUDA operators, or in a module that imports
   CPU-and-CUDA-only operators (TorchRec, PyG's; :mod:`.own_extension`) or uses what TorchNeuron's beta
@@ -37,6 +38,7 @@ from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch, kernel_dispatch
 from .device_maps import indexed_comparison
+from .kernel_function import kernel_function_note
 from .min_torch import pre_1_0_import
 from .mocked import mocked_by_tests
 from .module_kind import is_str, is_test_path, module_level, named_test_without_tests, torch_imported_after
@@ -105,7 +107,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the code here compares devices by CUDA's name and index (`{ctx.segment(mapped)[:50]}`, "
                 f"line {mapped.lineno}); rewritten alone, this device would disagree with that test on Trainium. "
                 "Port the device map and its comparisons together")
-    cuda_code = hit.rule.category == "cuda-specific" and cuda_module_note(ctx, node)
+    cuda_code = hit.rule.category == "cuda-specific" and (cuda_module_note(ctx, node) or kernel_function_note(ctx, node))
     if cuda_code:
         return cuda_code
     dispatched = hit.rule.category == "cuda-specific" and _dispatched(ctx, node)
