@@ -160,16 +160,27 @@ def _cuda_arm(ctx, node: ast.AST) -> list | None:
         child, parent = parent, ctx.parent(parent)
     if isinstance(parent, ast.If) and parent.test is child:
         arm = parent.orelse if negated else parent.body
+        if negated and isinstance(parent.body[-1], _EXITS):
+            # `if not torch.cuda.is_available(): return` (VAR's `dist.initialize`, read set 96): what
+            # follows in its block runs only where CUDA is
+            arm = [*arm, *_after(ctx, parent)]
         return list(arm) if arm else None
     if isinstance(parent, ast.IfExp) and parent.test is child:
         return [parent.orelse if negated else parent.body]
     if isinstance(parent, ast.Assert) and parent.test is child and not negated:
         # `assert torch.cuda.is_available(), "CUDA is required for AMP training!"` (detrex's and OneFormer's
         # AMP trainers, read set 93): what follows in its block runs only where it holds
-        block = ctx.block_of(parent) or []
-        rest = block[next((i for i, s in enumerate(block) if s is parent), len(block)) + 1:]
-        return list(rest) or None
+        return _after(ctx, parent) or None
     return None
+
+
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _after(ctx, stmt: ast.stmt) -> list:
+    """The statements after ``stmt`` in its block."""
+    block = ctx.block_of(stmt) or []
+    return block[next((i for i, s in enumerate(block) if s is stmt), len(block)) + 1:]
 
 
 def _asserted(ctx, node: ast.AST) -> bool:
