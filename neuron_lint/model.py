@@ -132,6 +132,8 @@ class FileError:
     line: int | None = None
     col: int | None = None
     cell: int = 0  # in a notebook: the cell ``line`` counts in
+    #: the traceback of an internal error (a bug of ours), shown with ``--verbose``
+    detail: str = field(default="", compare=False)
 
     @property
     def where(self) -> str:

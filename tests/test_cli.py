@@ -1,5 +1,8 @@
 """The command line as a user meets it: exit codes, formats, bad input, help."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +187,38 @@ def test_a_ctrl_c_lost_in_a_weakref_callback_is_delivered_again(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         del thing
         time.sleep(2)
+
+
+_BROKEN_ANALYSIS = """
+import sys
+from neuron_lint.engine import pipeline
+
+real = pipeline.analyze_source
+
+
+def broken(text, path="<string>", *args, **kwargs):
+    if path.endswith("boom.py"):
+        raise KeyError("simulated bug")
+    return real(text, path, *args, **kwargs)
+
+
+pipeline.analyze_source = broken
+sys.argv = ["neuron-lint", *sys.argv[1:]]
+from neuron_lint.cli.entry import main
+
+main()
+"""
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_an_internal_error_shows_its_traceback_only_with_verbose(tmp_path, verbose):
+    write(tmp_path, "boom.py", "import torch\nx = torch.ones(2).cuda()\n")
+    write(tmp_path, "fine.py", "import torch\nx = torch.ones(2).cuda()\n")
+    args = ["check", "--no-cache", "-j", "1", *(["--verbose"] if verbose else []), str(tmp_path)]
+    r = subprocess.run([sys.executable, "-c", _BROKEN_ANALYSIS, *args], capture_output=True, text=True,
+                       env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "boom.py: internal error: KeyError: 'simulated bug' (please report this file)" in r.stderr
+    assert "fine.py:2:" in r.stdout  # the other file is still checked
+    assert ("Traceback (most recent call last)" in r.stderr) is verbose
+    assert (", in broken" in r.stderr) is verbose  # the function that raised, in the traceback

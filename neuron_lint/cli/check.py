@@ -45,8 +45,9 @@ class CheckRequest:
     show_files: bool = False
 
 
-def report_errors(result, already: set | None = None) -> int:
-    """The warnings and errors of a run, on standard error; how many errors were new."""
+def report_errors(result, already: set | None = None, verbose: bool = False) -> int:
+    """The warnings and errors of a run, on standard error (with ``verbose``, an internal error's
+    traceback after it); how many errors were new."""
     for warning in getattr(result, "warnings", ()):
         err_line(f"warning: {warning.path}: {warning.reason}")
     new = 0
@@ -55,6 +56,8 @@ def report_errors(result, already: set | None = None) -> int:
             continue
         new += 1
         err_line(f"error: {err.where}: {err.reason}")
+        for line in err.detail.splitlines() if verbose else ():
+            err_line(line)
     return new
 
 
@@ -119,8 +122,7 @@ def _check_and_render(paths: list[str], tree, request: CheckRequest, out: TextIO
         from .fix import apply_fixes, fixed_file_lines
 
         outcome = apply_fixes(paths, tree, jobs=request.jobs or None)
-        for e in outcome.errors:
-            err_line(f"error: {e.where}: {e.reason}")
+        report_errors(outcome, verbose=request.verbose)
         if not request.quiet:
             for line in fixed_file_lines(outcome):
                 notes.write(line + "\n")
@@ -130,7 +132,7 @@ def _check_and_render(paths: list[str], tree, request: CheckRequest, out: TextIO
         result = check_paths(paths, tree, jobs=request.jobs or None, cache=open_cache(tree, request.no_cache),
                              progress=progress, known=known)
     already = {(e.where, e.reason) for e in outcome.errors} if outcome is not None else None
-    errors = report_errors(result, already) + (len(outcome.errors) if outcome is not None else 0)
+    errors = report_errors(result, already, request.verbose) + (len(outcome.errors) if outcome is not None else 0)
     warn_if_nothing_checked(result, request.quiet)
     if request.statistics:
         from ..output.statistics import render_statistics
@@ -223,7 +225,7 @@ def check_stdin_command(stdin_filename, settings, request: CheckRequest) -> int:
     if data is None:
         return EXIT_ERROR
     result = check_stdin(data, name, settings)
-    report_errors(result)
+    report_errors(result, verbose=request.verbose)
     with output_stream(request.output_file) as out:
         if request.statistics:
             from ..output.statistics import render_statistics

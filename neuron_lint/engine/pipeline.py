@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import traceback
 from dataclasses import replace
 from pathlib import Path
 
@@ -304,7 +305,8 @@ def check_file(path: Path | str, settings: Settings | None = None, catalog: Cata
         result.errors.append(FileError(shown, f"too complex to analyze ({type(exc).__name__})"))
         return result
     except Exception as exc:  # a bug of ours: name it and the file, and check the others
-        result.errors.append(FileError(shown, f"internal error: {type(exc).__name__}: {exc} (please report this file)"))
+        result.errors.append(FileError(shown, f"internal error: {type(exc).__name__}: {exc} (please report this file)",
+                                       detail=traceback.format_exc()))
         return result
     result.findings.extend(findings)
     result.files_checked = 1

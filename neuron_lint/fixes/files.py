@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,7 +120,8 @@ def fix_bytes(original: bytes, out: FileFix, settings: Settings, catalog: Catalo
         out.error = FileError(shown, str(exc), exc.line, exc.col)
         return None
     except Exception as exc:  # a bug of ours: this file is left as it is, the others are fixed
-        out.error = FileError(shown, f"internal error: {type(exc).__name__}: {exc}; left alone (please report this file)")
+        out.error = FileError(shown, f"internal error: {type(exc).__name__}: {exc}; left alone (please report this file)",
+                              detail=traceback.format_exc())
         return None
     out.changed = data is not None
     return data
