@@ -667,6 +667,35 @@ def test_a_call_whose_arguments_are_aligned_under_its_bracket_is_broken_again_wh
     assert "'nccl'" in _fix(commented)
 
 
+def test_a_call_whose_arguments_hang_below_its_bracket_is_broken_again_when_one_of_their_lines_grows():
+    # ViTPose's demos (read set 99, yapf's layout): `parser.add_argument(` / `'--device',
+    # default='cuda:0', help=...)` was left with "the line would grow past 79 characters"
+    src = """
+        from argparse import ArgumentParser
+
+        import torch
+
+
+        def main():
+            parser = ArgumentParser()
+            parser.add_argument(
+                '--device', default='cuda:0', help='Device used for inference here')
+            args = parser.parse_args()
+            tmpdir = torch.tensor(
+                bytearray(args.device.encode()), dtype=torch.uint8, device='cuda')
+            return tmpdir
+    """
+    fixed = _fix(src)
+    assert "    parser.add_argument(\n        '--device',\n        default=f'{_current_device().type}:0',\n" \
+           "        help='Device used for inference here',\n    )\n" in fixed, fixed
+    assert "    tmpdir = torch.tensor(\n        bytearray(args.device.encode()),\n" in fixed, fixed
+    assert max(len(line) for line in fixed.splitlines()) <= 88
+    assert _fix(fixed) == fixed
+    # a trailing comma before the bracket, or a comment: the author's layout, left with its note
+    for kept in ("help='Device used for inference here',)", "help='Device used for inference here')  # cli"):
+        assert "default='cuda:0'" in _fix(src.replace("help='Device used for inference here')", kept))
+
+
 @pytest.mark.slow  # runs the real ruff
 def test_a_statement_a_fix_shrinks_is_joined_in_a_file_whose_only_long_line_no_formatter_can_split():
     # boltz's boltz2.py (read set 88): `start_decay_after_n_steps=self.training_args.lr_start_decay_after_n_steps,`

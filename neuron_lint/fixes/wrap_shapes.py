@@ -2,7 +2,7 @@
 line (or a compound statement's header, or a decorator), one element of a bracket broken one
 element per line, one ``key: value`` pair of a dict broken one pair per line, and the one line of
 contents of a bracket opened onto lines of its own, and a call whose arguments are aligned under its
-opening bracket (broken again as if written on one line). Found on the module's ``ast`` tree, near the
+opening bracket or hang below it (broken again as if written on one line). Found on the module's ``ast`` tree, near the
 lines a fix made too long."""
 
 from __future__ import annotations
@@ -160,13 +160,21 @@ def _aligned(tree: ast.Module, lines: set[int], source: list[str]):
             continue
         first, last = node.lineno, node.end_lineno or node.lineno
         call = node.value
-        if first not in lines or last == first or not isinstance(call, ast.Call) or any(n in lines for n in range(first + 1, last + 1)):
+        if last == first or not isinstance(call, ast.Call):
             continue
         items = [*call.args, *call.keywords]
-        if (call.func.end_lineno != first or not items or items[0].lineno != first or call.end_lineno != last
+        # or opened at the end of the first line, the arguments below and the bracket closed after the
+        # last of them (yapf's and pep8's hanging form: ViTPose's `parser.add_argument(` / `'--device',
+        # default='cuda:0', help=...)`, read set 99)
+        hanging = bool(items) and items[0].lineno == first + 1 and source[first - 1].rstrip("\r\n").endswith("(")
+        grown = [n for n in range(first, last + 1) if n in lines]
+        if grown != [first] and not (hanging and grown):
+            continue
+        if (call.func.end_lineno != first or not items or items[0].lineno != first + hanging or call.end_lineno != last
                 or any(i.lineno != i.end_lineno for i in items)):
             continue
         span = [source[n - 1].rstrip("\r\n") for n in range(first, last + 1)]
-        if call.end_col_offset != len(span[-1]) or any("#" in text or text.endswith("\\") for text in span):
-            continue
+        if (call.end_col_offset != len(span[-1]) or span[-1].endswith(",)")
+                or any("#" in text or text.endswith("\\") for text in span)):
+            continue  # (a trailing comma keeps the call broken one argument per line)
         yield first, f"joined:{last}"
