@@ -38,8 +38,9 @@ def kernel_function_note(ctx, node: ast.AST) -> str:
     """The note when ``node`` is in a function that always calls a compiled CUDA extension, or ``""``."""
     from .module_kind import is_test_path
 
-    # (a lambda's code runs as its function's: `move = lambda t: t.cuda()` before the kernel call)
-    func = next((p for p in ctx.ancestors(node) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    # (a lambda's code runs as its function's: `move = lambda t: t.cuda()` before the kernel call; a
+    # default the fix rewrites is planned at its function)
+    func = next((p for p in (node, *ctx.ancestors(node)) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if func is None or is_test_path(getattr(ctx, "path", "")):
         return ""
     known = ctx.__dict__.setdefault("_nrn_kernel_function", {})

@@ -14,6 +14,7 @@ the file.
 from __future__ import annotations
 
 import ast
+import re
 
 from .module_kind import import_candidates
 from .project_scan import per_file_version
@@ -158,3 +159,45 @@ def spawn_count(ctx, node: ast.AST) -> tuple[str, int] | None:
         if not (isinstance(worker, ast.Name) and worker.id in own):
             return ctx.segment(worker)[:40], n.lineno
     return None
+
+
+#: OpenMMLab 1.x inference APIs (``mmdet.apis.init_detector``, ``mmpose.apis.init_pose_model``...): the
+#: model goes to the device given, and their ``inference_*`` scatter the inputs with mmcv's ``scatter``
+#: where it is CUDA and leave them on the CPU otherwise.
+_MM_API = re.compile(r"mm[a-z0-9]*\.apis(\.\w+)*\.init_\w+")
+
+
+#: The findings that choose or name a device (an availability test, a device string, a CLI default); a
+#: ``.cuda()`` in such a function is its own (InternImage's demo, set 41).
+_DEVICE_CHOICES = frozenset({"NRN202", "NRN203", "NRN213"})
+
+
+def mmcv_api(ctx, code: str, node: ast.AST) -> str:
+    """The note when ``node``, a device choice (finding ``code``), is in a function that hands a device
+    to an OpenMMLab 1.x ``init_*`` API (ViTPose's TorchServe handler and demos, read set 99), or is such
+    an API's own ``init_*`` in a module that scatters with mmcv (its ``device='cuda:0'`` default), else ``""``."""
+    where = _mmcv_api(ctx, node) if code in _DEVICE_CHOICES and "mm" in ctx.text else ""
+    return (f"not rewritten: {where}: OpenMMLab 1.x inference sends its inputs to CUDA with mmcv's `scatter` "
+            "and leaves them on the CPU for any other device, so on Trainium a model moved to `neuron` would "
+            "get CPU inputs (the CPU path worked). Keep CUDA or the CPU here") if where else ""
+
+
+def _mmcv_api(ctx, node: ast.AST) -> str:
+    fn = next((p for p in (node, *ctx.ancestors(node)) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fn is None:
+        return ""
+    known = ctx.__dict__.setdefault("_nrn_mmcv_api", {})
+    if id(fn) not in known:
+        api = next((n for n in ctx.walk(fn) if isinstance(n, ast.Call) and _MM_API.fullmatch(ctx.qualname(n.func) or "")), None)
+        if api is not None:
+            known[id(fn)] = f"the function hands its device to `{ctx.segment(api.func)}` (line {api.lineno})"
+        elif fn.name.startswith("init_") and _scatters_with_mmcv(ctx):
+            known[id(fn)] = f"`{fn.name}` is the module's model loader, whose inference scatters with `mmcv.parallel`"
+        else:
+            known[id(fn)] = ""
+    return known[id(fn)]
+
+
+def _scatters_with_mmcv(ctx) -> bool:
+    return any(isinstance(s, ast.ImportFrom) and s.module == "mmcv.parallel" and any(a.name == "scatter" for a in s.names)
+               for s in ctx.tree.body)

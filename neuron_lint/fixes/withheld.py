@@ -44,7 +44,7 @@ from .mocked import mocked_by_tests
 from .module_kind import is_str, is_test_path, module_level, named_test_without_tests, torch_imported_after
 from .native_neuron import native_neuron_note
 from .process_group import nccl_code, nccl_keyed
-from .replication import data_parallel_count, mmcv_wrapper, spawn_count
+from .replication import data_parallel_count, mmcv_api, mmcv_wrapper, spawn_count
 from .torchscript import scripted
 from .vendored_device import selecting_package
 
@@ -163,6 +163,9 @@ def _decided_elsewhere(ctx, hit, node: ast.AST) -> str:
     if wrapper:
         return (f"not rewritten: {wrapper}, which sends its inputs to CUDA devices with CUDA's own streams; "
                 "the models and devices here must stay where those inputs go")
+    api = mmcv_api(ctx, hit.rule.code, node)
+    if api:
+        return api
     if hit.rule.category == "cuda-specific" and "_nrn_chooser" not in ctx.__dict__:  # once per module
         ctx.__dict__["_nrn_chooser"] = selecting_package(ctx.path)
     chooser = hit.rule.category == "cuda-specific" and ctx.__dict__["_nrn_chooser"]
