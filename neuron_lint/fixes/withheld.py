@@ -10,10 +10,9 @@
 - in test code (a test module, anything under a ``tests`` folder) or a function whose name asks for CUDA
   (``require_cuda``), a CUDA availability check or device count (a skip, a device list, a world
   size): it decides whether and where tests run (:func:`test_gate`);
-- code in a class named for CUDA, the GPU or TensorRT (``DeviceGPU``, ``CudaTimer``) or derived
-  from a class of a CUDA-only library (``bnb.nn.Linear8bitLt``), a function named
-  for TensorRT (``run_model_tensorrt``), or in a class's own
-  ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
+- code in a class named for CUDA, the GPU or TensorRT (``DeviceGPU``, ``CudaTimer``) or derived from a class of
+  a CUDA-only library (``bnb.nn.Linear8bitLt``), a function named for TensorRT (``run_model_tensorrt``), or in
+  a class's own ``cuda()`` method: the project's CUDA implementation, beside the ones for other devices;
 - a function or class TorchScript compiles (``@torch.jit.script``: :mod:`.torchscript`);
 - a module that uses bitsandbytes (its kernels are CUDA's; its parameters quantize in their own ``cuda()``);
 - an assignment to a ``torch.cuda`` attribute (a monkey patch: ``torch.cuda.stream = torch.xpu.stream``);
@@ -22,7 +21,7 @@
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
 - a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
-- anything in a function that always calls a compiled CUDA extension (:mod:`.kernel_function`);
+- in a function that always calls a compiled CUDA extension (:mod:`.kernel_function`), or a ``Process``'s ``__init__`` (:mod:`.fork_parent`);
 - a device named in a function that hands its tensors to its kernels by ``is_cuda`` (:func:`.device_dispatch.kernel_dispatch`);
 - a CUDA availability check in a project that builds its own C++/CUDA operators, or in a module that imports
   CPU-and-CUDA-only operators (TorchRec, PyG's; :mod:`.own_extension`) or uses what TorchNeuron's beta
@@ -38,6 +37,7 @@ from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch, kernel_dispatch
 from .device_maps import indexed_comparison
+from .fork_parent import fork_parent_note
 from .kernel_function import kernel_function_note
 from .min_torch import pre_1_0_import
 from .mocked import mocked_by_tests
@@ -107,7 +107,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: the code here compares devices by CUDA's name and index (`{ctx.segment(mapped)[:50]}`, "
                 f"line {mapped.lineno}); rewritten alone, this device would disagree with that test on Trainium. "
                 "Port the device map and its comparisons together")
-    cuda_code = hit.rule.category == "cuda-specific" and (cuda_module_note(ctx, node) or kernel_function_note(ctx, node))
+    cuda_code = hit.rule.category == "cuda-specific" and _cuda_code(ctx, node)
     if cuda_code:
         return cuda_code
     dispatched = hit.rule.category == "cuda-specific" and _dispatched(ctx, node)
@@ -149,6 +149,11 @@ def withheld(ctx, hit, node: ast.AST) -> str:
         return (f"not rewritten: it is the fallback for a PyTorch without the API the `try` on line {fallback} "
                 "uses; the device-agnostic APIs a fix writes may not exist there either")
     return ""
+
+
+def _cuda_code(ctx, node: ast.AST) -> str:
+    """The note when the code around ``node`` is CUDA's own: its module's, a kernel's function's, a fork's parent's."""
+    return cuda_module_note(ctx, node) or kernel_function_note(ctx, node) or fork_parent_note(ctx, node)
 
 
 def _decided_elsewhere(ctx, hit, node: ast.AST) -> str:
