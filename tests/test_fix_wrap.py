@@ -694,6 +694,19 @@ def test_a_call_whose_arguments_hang_below_its_bracket_is_broken_again_when_one_
     # a trailing comma before the bracket, or a comment: the author's layout, left with its note
     for kept in ("help='Device used for inference here',)", "help='Device used for inference here')  # cli"):
         assert "default='cuda:0'" in _fix(src.replace("help='Device used for inference here')", kept))
+    # the bracket closed on a line of its own (detectron2's `DistributedDataParallel(` / `model, ...` / `)`)
+    # is not hanging: its one line of contents is broken as ruff format breaks it
+    opened = _fix("""
+        import torch
+
+
+        def buffers(batch_size):
+            return torch.zeros(
+                (batch_size, 1024, 1024), dtype=torch.float32, device="cuda", requires_grad=False
+            )
+    """)
+    assert "    return torch.zeros(\n        (batch_size, 1024, 1024),\n        dtype=torch.float32,\n" \
+           "        device=_current_device().type,\n        requires_grad=False,\n    )\n" in opened, opened
 
 
 @pytest.mark.slow  # runs the real ruff

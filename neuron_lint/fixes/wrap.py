@@ -350,7 +350,10 @@ def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -
     breaker = _Breaker(limit, indent_unit)
     changed = False
     found = shapes_on(tree, lines, source)
+    broken_at: set[int] = set()  # lines already broken (from the bottom up): a joined statement over them is left
     for number, kind in sorted(found, reverse=True):
+        if kind.startswith("joined:") and broken_at & set(range(number, int(kind[7:]) + 1)):
+            continue
         raw = source[number - 1]
         body = raw.rstrip("\r\n")
         ending = raw[len(body):]
@@ -394,4 +397,5 @@ def wrap_lines(text: str, lines: set[int], limit: int, path: str = "<string>") -
         pad = " " * column
         source[number - 1] = newline.join(pad + line for line in broken.split("\n")) + ending
         changed = True
+        broken_at.add(number)
     return "".join(source) if changed else text

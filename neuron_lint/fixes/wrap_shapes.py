@@ -166,7 +166,8 @@ def _aligned(tree: ast.Module, lines: set[int], source: list[str]):
         # or opened at the end of the first line, the arguments below and the bracket closed after the
         # last of them (yapf's and pep8's hanging form: ViTPose's `parser.add_argument(` / `'--device',
         # default='cuda:0', help=...)`, read set 99)
-        hanging = bool(items) and items[0].lineno == first + 1 and source[first - 1].rstrip("\r\n").endswith("(")
+        hanging = (bool(items) and items[0].lineno == first + 1 and source[first - 1].rstrip("\r\n").endswith("(")
+                   and max(i.end_lineno for i in items) == last)  # (a bracket closed on a line of its own: `_contents`)
         grown = [n for n in range(first, last + 1) if n in lines]
         if grown != [first] and not (hanging and grown):
             continue
