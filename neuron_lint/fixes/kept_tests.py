@@ -3,7 +3,8 @@
 When a ``torch.cuda.is_available()`` check or a ``device.type == "cuda"`` comparison keeps its CUDA
 spelling (its finding has a note and no fix: the project's own operators need the CPU path, a later
 branch serves another device, the branch names GPU machinery...), the body of its ``if`` (the arm of
-its ``a if test else b``, what follows its ``assert``) runs on CUDA only. A rewrite there changes
+its ``a if test else b``, what follows its ``assert`` or its ``if not ...: return``, the ``if`` of a flag
+set from it) runs on CUDA only. A rewrite there changes
 nothing on CUDA, never runs on Trainium, and where it does something different (mmengine's bfloat16
 check asked of the CPU module, fairseq's LM moved while its test kept it on the CPU) it is wrong.
 Those fixes are dropped with a note: the test and its code are ported together or not at all. Where
