@@ -55,3 +55,35 @@ def decided_autocast(ctx, nodes) -> dict:
             if isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").endswith("autocast"):
                 return scaled_with(ctx, n)
     return {}
+
+
+def handed_scaler_note(ctx, call: ast.Call) -> str:
+    """Why the float16 autocast ``call`` stays, when it is in a function that is handed a loss scaler
+    made elsewhere (:func:`_scaler_from_elsewhere`), else ``""``."""
+    handed = _scaler_from_elsewhere(ctx, call)
+    return (f"not rewritten: the function scales its loss with `{handed}`, made by its caller (timm's `NativeScaler` "
+            "and `torch.cuda.amp.GradScaler` switch themselves off without CUDA); rewritten, this float16 autocast "
+            "would run on Trainium without loss scaling. Make that scaler with `torch.amp.GradScaler(device_type)` "
+            "first, or autocast to bfloat16") if handed else ""
+
+
+def _scaler_from_elsewhere(ctx, call: ast.Call) -> str:
+    """The name of a loss scaler that the function holding the float16 autocast ``call`` is handed and
+    uses, made elsewhere (DeiT's and UniFormer's ``train_one_epoch(..., loss_scaler)`` calling
+    ``loss_scaler(loss, optimizer, ...)``, read set 99: timm's ``NativeScaler`` is CUDA's ``GradScaler``,
+    which switches itself off without CUDA), or ``""``. Its module's own scalers are tied by
+    :func:`scaled_with` instead."""
+    dtype = next((k.value for k in call.keywords if k.arg == "dtype"), call.args[1] if len(call.args) > 1 else None)
+    if (dtype is not None and ctx.qualname(dtype) not in _HALF) or "scaler" not in ctx.text.lower():
+        return ""
+    fn = next((p for p in ctx.ancestors(call) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fn is None:
+        return ""
+    given = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs) if "scaler" in a.arg.lower()}
+    for n in ctx.walk(fn) if given else ():
+        if not isinstance(n, ast.Call):
+            continue
+        func = n.func.value if isinstance(n.func, ast.Attribute) else n.func
+        if isinstance(func, ast.Name) and func.id in given:
+            return func.id
+    return ""

@@ -1,9 +1,8 @@
 """CUDA-only mixed precision -> ``torch.autocast`` / ``torch.amp.*`` on the current device.
 
 - ``torch.cuda.amp.autocast(enabled, dtype, cache_enabled)`` -> ``torch.autocast(DEVICE.type, ...)``:
-  its positional arguments are named (``torch.autocast`` takes the device type first), float16 spelled out;
-- ``torch.cuda.amp.GradScaler(...)`` -> ``torch.amp.GradScaler(DEVICE.type, ...)`` (its other
-  parameters keep their order after ``device``);
+  its positional arguments are named, float16 spelled out (float16 goes with its loss scalers: :mod:`..loss_scalers`);
+- ``torch.cuda.amp.GradScaler(...)`` -> ``torch.amp.GradScaler(DEVICE.type, ...)`` (its other parameters keep their order);
 - ``torch.cuda.amp.custom_fwd`` / ``custom_bwd`` (decorators, bare or called) ->
   ``torch.amp.custom_fwd(device_type=DEVICE.type, ...)``: ``device_type`` is keyword-only and
   required there. A decorator runs when its function is defined, usually when the module is
@@ -15,9 +14,8 @@
   on any device, so the decorator goes and the body goes into ``with autocast(<device type>,
   enabled=False):``, which asks for the device at call time (innermost decorator of a plain
   function only: a generator's body was never covered by the decorator);
-- ``from torch.cuda.amp import autocast, GradScaler``: rewriting a use asks LibCST to drop the
-  import once nothing uses the name (so it disappears in the same run); the import finding itself
-  is fixed (removed) only when none of its names is used.
+- ``from torch.cuda.amp import autocast, GradScaler``: rewriting a use asks LibCST to drop the import once
+  nothing uses the name (so it goes in the same run); the import's own finding is fixed only when none is used.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from ..device_choice import device_data, runs_at_import
 from ..device_literal import plan_device_type
 from ..keyword_args import with_commas
 from ..loss_scalers import scaled_with as _scaled_with
+from ..loss_scalers import handed_scaler_note
 
 _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 _KWARGS_NOTE = ("not rewritten: the call passes `**kwargs`, which may hold `enabled`; the rewrite has to pass "
@@ -210,7 +209,10 @@ class Amp:
         message = ("Use `torch.autocast` with the current device type" if api == "autocast"
                    else "Use `torch.amp.GradScaler` with the current device type")
         if api == "autocast":
-            data = {**data, **_scaled_with(ctx, call)}
+            tied = _scaled_with(ctx, call)
+            if not tied and (handed := handed_scaler_note(ctx, call)):
+                return ctx.note(hit, handed)  # (None: no plan)
+            data = {**data, **tied}
         return ctx.propose(hit, call, "Call", message, {**data, "mode": api, "imports": imports})
 
     def _plan_custom(self, ctx, hit, node, call, api, imports):
