@@ -67,7 +67,8 @@ def extension_call(ctx, call: ast.Call) -> str:
         return ""  # (torch's own `from torch.backends.cuda import sdp_kernel` is another rule's finding)
     if written[0] in extension_names(ctx):
         return f"`{'.'.join(written)}`, a compiled extension"
-    if written[0] in imported_cuda_names(ctx) and (_compiled_name(written[0]) or not _named_at_all(written[0])):
+    if (written[0] in imported_cuda_names(ctx) and (_compiled_name(written[0]) or not _named_at_all(written[0]))
+            and not _python_source(ctx, written[0])):
         return f"`{'.'.join(written)}`, imported code named as CUDA's or as a compiled extension"
     return ""
 
@@ -82,6 +83,29 @@ def _compiled_name(name: str) -> bool:
     from .name_words import name_words
 
     return bool(_EXTENSION_NAME.fullmatch(name)) and not _HELPER_WORDS & set(name_words(name))
+
+
+def _python_source(ctx, name: str) -> bool:
+    """Is ``name`` bound by a top-level import to Python source of the project: a module file of its
+    own (rl_games' ``from rl_games.algos_torch import torch_ext``, held-out set 92), or a name a plain
+    module file defines (``from .cauchy import cauchy_mult as cauchy_cuda``)? A compiled extension has
+    no source there (bevfusion's ``from . import knn_ext``)."""
+    from .module_kind import import_candidates
+
+    known = ctx.__dict__.setdefault("_nrn_python_source", {})
+    if name not in known:
+        known[name] = False
+        for stmt in ctx.tree.body if ctx.path else ():
+            for alias in getattr(stmt, "names", ()) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else ():
+                if (alias.asname or alias.name.split(".")[0]) != name:
+                    continue
+                if isinstance(stmt, ast.Import):
+                    known[name] = bool(import_candidates(ctx.path, alias.name, 0))
+                else:
+                    module = f"{stmt.module}.{alias.name}" if stmt.module else alias.name
+                    known[name] = bool(import_candidates(ctx.path, module, stmt.level)) or any(
+                        not f.endswith("__init__.py") for f in import_candidates(ctx.path, stmt.module or "", stmt.level))
+    return known[name]
 
 
 def _named_at_all(name: str) -> bool:
