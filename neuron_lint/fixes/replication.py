@@ -3,8 +3,9 @@ that decides a ``DataParallel`` (:func:`data_parallel_count`), the project's own
 DataParallel's pieces (``torch.nn.parallel.replicate``, ``scatter``, ``parallel_apply``, ``gather``), as
 Real-Time-Voice-Cloning's ``data_parallel_workaround`` is (:func:`replicating_call`: on Trainium the
 replication never runs; a rewritten count only raised there), mmcv's wrappers, which scatter their
-inputs to CUDA devices (:func:`mmcv_wrapper`), and a device count that sets how many workers run
-another module's code (:func:`spawn_count`).
+inputs to CUDA devices (:func:`mmcv_wrapper`), as OpenMMLab 1.x's inference APIs do for the devices
+handed to them (:func:`mmcv_api`), and a device count that sets how many workers run another module's
+code (:func:`spawn_count`).
 
 The project's function is found where the module imports it from, a file of the project (``from
 synthesizer.utils import data_parallel_workaround``, or a relative import), read once per version of
