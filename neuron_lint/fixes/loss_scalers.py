@@ -19,9 +19,7 @@ def scaled_with(ctx, call: ast.Call) -> dict:
     """``{"region": ...}`` tying the autocast ``call`` to the module's CUDA loss scalers, so that
     settle() keeps its fix only when they are rewritten too; ``{}`` for another dtype than float16,
     or when there are none."""
-    # `dtype` comes second in `torch.autocast(device_type, dtype)` and `torch.cuda.amp.autocast(enabled, dtype)`
-    dtype = next((k.value for k in call.keywords if k.arg == "dtype"), call.args[1] if len(call.args) > 1 else None)
-    if dtype is not None and ctx.qualname(dtype) not in _HALF:
+    if not _float16(ctx, call):
         return {}
     scalers = ctx.__dict__.get("_nrn_cuda_scalers")
     if scalers is None:
@@ -29,6 +27,13 @@ def scaled_with(ctx, call: ast.Call) -> dict:
             [*ctx.span(n), ctx.segment(n)[:60]] for n in ctx.walk(ctx.tree)
             if isinstance(n, ast.Call) and _cuda_scaler(ctx, n)] if "GradScaler" in ctx.text else []
     return {"region": scalers} if scalers else {}
+
+
+def _float16(ctx, call: ast.Call) -> bool:
+    """Does the autocast ``call`` cast to float16 (given no other dtype)?"""
+    # `dtype` comes second in `torch.autocast(device_type, dtype)` and `torch.cuda.amp.autocast(enabled, dtype)`
+    dtype = next((k.value for k in call.keywords if k.arg == "dtype"), call.args[1] if len(call.args) > 1 else None)
+    return dtype is None or ctx.qualname(dtype) in _HALF
 
 
 def _cuda_scaler(ctx, call: ast.Call) -> bool:
@@ -73,8 +78,7 @@ def _scaler_from_elsewhere(ctx, call: ast.Call) -> str:
     ``loss_scaler(loss, optimizer, ...)``, read set 99: timm's ``NativeScaler`` is CUDA's ``GradScaler``,
     which switches itself off without CUDA), or ``""``. Its module's own scalers are tied by
     :func:`scaled_with` instead."""
-    dtype = next((k.value for k in call.keywords if k.arg == "dtype"), call.args[1] if len(call.args) > 1 else None)
-    if (dtype is not None and ctx.qualname(dtype) not in _HALF) or "scaler" not in ctx.text.lower():
+    if not _float16(ctx, call) or "scaler" not in ctx.text.lower():
         return ""
     fn = next((p for p in ctx.ancestors(call) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if fn is None:
