@@ -57,7 +57,7 @@ def kernel_function_note(ctx, node: ast.AST) -> str:
 
 def extension_call(ctx, call: ast.Call) -> str:
     """What makes ``call`` a call into a compiled CUDA extension or a kernel launch (for the note), or ``""``."""
-    from .cuda_only import dotted, extension_names, imported_cuda_names, launches_kernels
+    from .cuda_only import cuda_only_part, dotted, extension_names, imported_cuda_names, launches_kernels
 
     func = call.func
     if isinstance(func, ast.Subscript):
@@ -67,7 +67,8 @@ def extension_call(ctx, call: ast.Call) -> str:
         return ""  # (torch's own `from torch.backends.cuda import sdp_kernel` is another rule's finding)
     if written[0] in extension_names(ctx):
         return f"`{'.'.join(written)}`, a compiled extension"
-    if (written[0] in imported_cuda_names(ctx) and (_compiled_name(written[0]) or not _named_at_all(written[0]))
+    # (a name not itself named so is an alias of one: `import pointnet2_cuda as pointnet2`)
+    if (written[0] in imported_cuda_names(ctx) and (_compiled_name(written[0]) or not cuda_only_part(written[0]))
             and not _python_source(ctx, written[0])):
         return f"`{'.'.join(written)}`, imported code named as CUDA's or as a compiled extension"
     return ""
@@ -106,13 +107,6 @@ def _python_source(ctx, name: str) -> bool:
                     known[name] = bool(import_candidates(ctx.path, module, stmt.level)) or any(
                         not f.endswith("__init__.py") for f in import_candidates(ctx.path, stmt.module or "", stmt.level))
     return known[name]
-
-
-def _named_at_all(name: str) -> bool:
-    """Is ``name`` itself named as CUDA-only code (else it is an alias: ``import pointnet2_cuda as pointnet2``)?"""
-    from .cuda_only import cuda_only_part
-
-    return cuda_only_part(name)
 
 
 def _unconditional_kernel_call(ctx, func) -> tuple[str, int] | None:
