@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 
-_PROCESS_BASES = frozenset({"Process", "multiprocessing.Process", "mp.Process", "torch.multiprocessing.Process"})
+#: ``multiprocessing.Process`` as the base resolves (``torch.multiprocessing`` re-exports it; a
+#: project's own class named ``Process`` is not one).
+_PROCESS_BASES = ("multiprocessing.Process", "multiprocessing.context.Process")
 
 
 def fork_parent_note(ctx, node: ast.AST) -> str:
@@ -21,9 +23,7 @@ def fork_parent_note(ctx, node: ast.AST) -> str:
     if func is None or func.name != "__init__" or "Process" not in ctx.text:
         return ""
     cls = ctx.parent(func)
-    if not isinstance(cls, ast.ClassDef) or not any(
-            ctx.segment(b) in _PROCESS_BASES or (ctx.qualname(b) or "").endswith("multiprocessing.Process")
-            for b in cls.bases):
+    if not isinstance(cls, ast.ClassDef) or not any((ctx.qualname(b) or "").endswith(_PROCESS_BASES) for b in cls.bases):
         return ""
     return (f"not rewritten: `{cls.name}.__init__` runs in the parent before the worker process forks; a "
             "device-agnostic choice asks `torch.accelerator.is_available()` there, which on CUDA initialises the "

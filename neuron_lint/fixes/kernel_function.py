@@ -9,7 +9,8 @@ them into the extension, which takes CUDA memory only: the function runs on CUDA
 the port is the kernel's. So every CUDA finding of such a function stays, with a note.
 
 Only strong evidence counts: a call of a module-level import named as a compiled or CUDA-only
-extension (``knn_ext``, ``iou3d_cuda``: :func:`.cuda_only.imported_cuda_names`), of a name bound by
+extension (``knn_ext``, ``iou3d_cuda``: :func:`.cuda_only.imported_cuda_names`) with no Python source in
+the project (rl_games' ``torch_ext`` module is Python), of a name bound by
 ``torch.utils.cpp_extension.load``, or a Triton or Numba launch (``kernel[grid](...)``), made at the
 function's own level: not under an ``if``, ``try`` or conditional expression (a dispatch by device
 decides it), nor in a nested function. Test code is left to its CUDA skips (:func:`.withheld.test_gate`
