@@ -94,3 +94,50 @@ def test_a_device_string_reaching_a_table_looked_up_by_device_type_without_neuro
 
     clear_source_indexes()
     assert "torch.cuda" not in fix_text(script, str(path), SETTINGS).text
+
+
+ALLOW_LIST = '''import torch
+
+
+class default_tensor_type:
+    def __init__(self, dtype=None, device=None):
+        # Only limited combinations are supported.
+        assert device is None or device in ["cpu", "cuda"]
+        self.dtype, self.device = dtype, device
+'''
+LOADER = '''import torch
+
+from tensor_type import default_tensor_type
+
+
+def load(path, device="cuda"):
+    with default_tensor_type(dtype=torch.bfloat16, device=device):
+        return torch.load(path)
+'''
+
+
+def test_a_device_string_reaching_a_project_check_that_lists_the_names_it_accepts_stays(tmp_path):
+    # LLaMA2-Accessory (read set 102): `default_tensor_type` asserts its device is "cpu" or "cuda";
+    # the loader's default and the demos' "cuda", rewritten to the current device's name, failed
+    # that assertion on Trainium for every model load
+    from neuron_lint.fixes.project_scan import clear_source_indexes
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "tensor_type.py").write_text(ALLOW_LIST)
+    path = tmp_path / "loader.py"
+    path.write_text(LOADER)
+    clear_source_indexes()
+    result = fix_text(LOADER, str(path), SETTINGS)
+    assert result.text == LOADER
+    assert any("`default_tensor_type` (tensor_type.py:5)" in (f.fix_note or "") for f in result.remaining)
+    # a check written as `if ... not in (...): raise` is the same check
+    raising = ALLOW_LIST.replace('        assert device is None or device in ["cpu", "cuda"]\n',
+                                 '        if device not in ("cpu", "cuda"):\n'
+                                 '            raise ValueError(device)\n')
+    (tmp_path / "tensor_type.py").write_text(raising)
+    clear_source_indexes()
+    assert fix_text(LOADER, str(path), SETTINGS).text == LOADER
+    # once the list holds `neuron`, the device default is rewritten
+    (tmp_path / "tensor_type.py").write_text(ALLOW_LIST.replace('"cuda"]', '"cuda", "neuron"]'))
+    clear_source_indexes()
+    assert '"cuda"' not in fix_text(LOADER, str(path), SETTINGS).text

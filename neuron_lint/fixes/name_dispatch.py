@@ -30,6 +30,8 @@ _OTHER_ACCELERATORS = frozenset({"mps", "xpu", "hpu", "npu", "mlu", "xla", "tpu"
 _COMPARED_NAME = re.compile(rb"""(?:==|!=)\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)["']|"""
                             rb"""["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)["']\s*(?:==|!=|in\b)|"""
                             rb"""startswith\(\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)""")
+#: A comparison with CUDA's name, as text (with ``raise``: a dispatcher that refuses other names).
+_COMPARED_CUDA = re.compile(rb"""==\s*["']cuda["']""")
 #: What every match of :data:`_COMPARED_NAME` holds: looked for first, four times as fast.
 _QUOTED_NAME = re.compile(rb"""["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)""")
 
@@ -37,26 +39,34 @@ _QUOTED_NAME = re.compile(rb"""["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)""")
 #: A dict keyed by CUDA's device name, as text (a table looked up by a device's type).
 _CUDA_KEY = re.compile(rb"""["']cuda["']\s*:""")
 
+#: A membership test in a literal list of device names, as text (``device in ["cpu", "cuda"]``).
+_LISTED_NAMES = re.compile(rb"""\bin\s*[\[({]\s*["'](?:cpu|cuda|mps|xpu)["']\s*,""")
+
 
 def project_dispatchers(root: str) -> tuple[tuple[str, str, int, str], ...]:
     """``(name, file, line, kind)`` of the project's device-name dispatchers: functions (kind
     ``"function"``, see the module docs) and tables looked up by a device's type that have no
     ``"neuron"`` entry (kind ``"table"``: LightGlue's ``pruning_keypoint_thresholds = {"cpu": -1,
-    "mps": -1, "cuda": 1024, ...}`` read as ``[device.type]``; read set 87)."""
+    "mps": -1, "cuda": 1024, ...}`` read as ``[device.type]``; read set 87), and functions or classes
+    that accept only the device names they list, without ``"neuron"`` (kind ``"allowlist"``, see
+    :func:`_allow_lists`)."""
     return tuple(d for found in source_index(root, "device_dispatchers") for d in found)
 
 
 @source_reader("device_dispatchers", non_test)
-def _dispatchers_in(path: str, data: bytes) -> list[tuple[str, str, int, str]]:
-    """The dispatchers one source file defines (most files have none: no parse for them)."""
+def _dispatchers_in(path: str, data: bytes, tree: ast.Module | None = None) -> list[tuple[str, str, int, str]]:
+    """The dispatchers one source file defines (most files have none: no parse for them, nor when
+    its ``tree`` is given)."""
     if b"cuda" not in data:
         return []
-    functions = _QUOTED_NAME.search(data) and _COMPARED_NAME.search(data)
+    functions = (_QUOTED_NAME.search(data) and _COMPARED_NAME.search(data)) or (
+        b"raise" in data and _COMPARED_CUDA.search(data))
     tables = b".type]" in data and _CUDA_KEY.search(data)
-    if not (functions or tables):
+    listed = _LISTED_NAMES.search(data)
+    if not (functions or tables or listed):
         return []
     try:
-        tree = ast.parse(data)
+        tree = tree or ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found = []
@@ -65,7 +75,48 @@ def _dispatchers_in(path: str, data: bytes) -> list[tuple[str, str, int, str]]:
                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _dispatches(node)]
     if tables:
         found += [(name, path, line, "table") for name, line in _device_tables(tree)]
+    if listed:
+        found += [(name, path, line, "allowlist") for name, line in _allow_lists(tree)]
     return found
+
+
+def _allow_lists(tree: ast.Module) -> list[tuple[str, int]]:
+    """``(name, line)`` of the functions, or the classes by their ``__init__``, that check a parameter
+    against a literal list of device names holding ``"cuda"`` and not ``"neuron"``, and fail otherwise
+    (``assert device is None or device in ["cpu", "cuda"]``, or ``if device not in (...): raise``):
+    LLaMA2-Accessory's ``default_tensor_type(dtype, device)``, read set 102, where a rewritten
+    ``"cuda"`` made every model load on Trainium fail the assertion."""
+    owners = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+              for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"}
+    out = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        if any(_listed_check(n, params) for n in ast.walk(fn)):
+            out.append((owners.get(id(fn), fn.name), fn.lineno))
+    return out
+
+
+def _listed_check(node: ast.AST, params: set[str]) -> bool:
+    """Is ``node`` an ``assert`` of a parameter's membership in a device-name list, or an ``if`` on
+    its absence from one that raises?"""
+    if isinstance(node, ast.Assert):
+        tests = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
+        wanted = ast.In
+    elif isinstance(node, ast.If) and node.body and isinstance(node.body[0], ast.Raise):
+        tests, wanted = [node.test], ast.NotIn
+    else:
+        return False
+    for test in tests:
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], wanted)
+                and isinstance(test.left, ast.Name) and test.left.id in params
+                and isinstance(test.comparators[0], (ast.List, ast.Tuple, ast.Set))):
+            names = [e.value for e in test.comparators[0].elts if isinstance(e, ast.Constant)]
+            if ("cuda" in names and "neuron" not in names and len(names) == len(test.comparators[0].elts)
+                    and all(isinstance(v, str) and v in _OTHER_ACCELERATORS | {"cuda"} for v in names)):
+                return True
+    return False
 
 
 def _device_tables(tree: ast.Module) -> list[tuple[str, int]]:
@@ -93,7 +144,8 @@ def _subscripted_name(node: ast.AST) -> str | None:
 
 def _dispatches(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Does ``fn`` compare its first parameter with ``"cuda"`` and another accelerator's name, never
-    with ``"neuron"``, and fall back to ``torch.device("cpu")``?"""
+    with ``"neuron"``, and fall back to ``torch.device("cpu")``, or take only the names it tests
+    (:func:`_raises_otherwise`)?"""
     params = [*fn.args.posonlyargs, *fn.args.args]
     if not params:
         return False
@@ -116,8 +168,26 @@ def _dispatches(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                 names.add(n.args[0].value)
             elif n.func.attr == "device" and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == "cpu":
                 falls_back = True
-    return (falls_back and "cuda" in names and "neuron" not in names
-            and bool(names & (_OTHER_ACCELERATORS - {"cpu"})))
+    if "cuda" in names and "neuron" not in names and falls_back and names & (_OTHER_ACCELERATORS - {"cpu"}):
+        return True
+    return any(_raises_otherwise(fn, p.arg) for p in (*params, *fn.args.kwonlyargs))
+
+
+def _raises_otherwise(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Does ``fn`` test its parameter ``name`` against device names in an ``if``/``elif`` chain, one
+    arm ``== "cuda"`` and none ``== "neuron"``, whose last ``else`` only raises (FastChat-style ``load_model(model_path,
+    device)``: ``"cpu"``, ``"cuda"``, ``"mps"``, else ``ValueError(f"Invalid device: {device}")``,
+    gorilla's CLI in read set 103)?"""
+    for n in ast.walk(fn):
+        arm, names = n, set()
+        while isinstance(arm, ast.If) and isinstance(arm.test, ast.Compare) and len(arm.test.ops) == 1 \
+                and isinstance(arm.test.ops[0], ast.Eq) and _is_param(arm.test.left, name):
+            right = arm.test.comparators[0]
+            names.add(right.value if isinstance(right, ast.Constant) else None)
+            if len(arm.orelse) == 1 and isinstance(arm.orelse[0], ast.Raise):
+                return "cuda" in names and "neuron" not in names
+            arm = arm.orelse[0] if len(arm.orelse) == 1 else None
+    return False
 
 
 def _is_param(node: ast.AST, name: str) -> bool:
@@ -134,10 +204,13 @@ def reached_dispatcher(ctx) -> tuple[str, str, int, str] | None:
     found = None
     root = project_root(ctx.path) if ctx.path else None
     dispatchers = project_dispatchers(root) if root else ()
+    if not any(os.path.abspath(d[1]) == os.path.abspath(ctx.path or "") for d in dispatchers):
+        # the module's own, as it is now (from standard input, an editor's buffer, a rule's example)
+        dispatchers = (*dispatchers, *_dispatchers_in(ctx.path or "", ctx.text.encode("utf-8", "surrogatepass"), ctx.tree))
     tables = [d for d in dispatchers if d[3] == "table"]
     if tables:
         found = _importing_table(ctx, tables)
-    dispatchers = [d for d in dispatchers if d[3] == "function"]
+    dispatchers = [d for d in dispatchers if d[3] in ("function", "allowlist")]
     if dispatchers and found is None:
         names = {name for name, _, _, _ in dispatchers}
         called = _called(ctx.text.encode("utf-8", "surrogatepass"), frozenset(names))
@@ -206,6 +279,10 @@ def dispatcher_note(ctx) -> str:
         return (f"the project looks devices up by type in `{name}` ({where}:{line}), which has entries for "
                 "CUDA and the CPU but none for `neuron`: the current device would raise `KeyError` there. "
                 "Add an entry for it first")
+    if kind == "allowlist":
+        return (f"the project accepts only the device names it lists in `{name}` ({where}:{line}), and "
+                "`neuron` is not among them: the current device's name would reach it and fail its check "
+                "there. Add the accelerator to that list first")
     return (f"the project maps device names to devices itself in `{name}` ({where}:{line}), which knows "
             "CUDA's and other accelerators' names but not `neuron`, and takes any other name for the CPU; "
             "the current device's name would reach it and be taken for the CPU there. Teach it the "

@@ -176,11 +176,32 @@ _DEVICE_CHOICES = frozenset({"NRN202", "NRN203", "NRN213"})
 def mmcv_api(ctx, code: str, node: ast.AST) -> str:
     """The note when ``node``, a device choice (finding ``code``), is in a function that hands a device
     to an OpenMMLab 1.x ``init_*`` API (ViTPose's TorchServe handler and demos, read set 99), or is such
-    an API's own ``init_*`` in a module that scatters with mmcv (its ``device='cuda:0'`` default), else ``""``."""
+    an API's own ``init_*`` in a module that scatters with mmcv (its ``device='cuda:0'`` default), or a
+    device string in a module that builds an mmengine runner (:func:`_mmengine_runner`), else ``""``."""
     where = _mmcv_api(ctx, node) if code in _DEVICE_CHOICES and "mm" in ctx.text else ""
-    return (f"not rewritten: {where}: OpenMMLab 1.x inference sends its inputs to CUDA with mmcv's `scatter` "
-            "and leaves them on the CPU for any other device, so on Trainium a model moved to `neuron` would "
-            "get CPU inputs (the CPU path worked). Keep CUDA or the CPU here") if where else ""
+    if where:
+        return (f"not rewritten: {where}: OpenMMLab 1.x inference sends its inputs to CUDA with mmcv's `scatter` "
+                "and leaves them on the CPU for any other device, so on Trainium a model moved to `neuron` would "
+                "get CPU inputs (the CPU path worked). Keep CUDA or the CPU here")
+    runner = _mmengine_runner(ctx) if code in ("NRN202", "NRN213") and "Runner" in ctx.text else None
+    return (f"not rewritten: the module builds its model with mmengine's runner (`{ctx.segment(runner.func)}`, line "
+            f"{runner.lineno}), which places it on mmengine's own `get_device()`: CUDA and other accelerators, not "
+            "`neuron`, so on Trainium that model stays on the CPU while this device moves to `neuron`. Keep "
+            "CUDA or the CPU here") if runner is not None else ""
+
+
+#: Building an mmengine runner: ``Runner(...)``, ``Runner.from_cfg(cfg)``, a registry's ``RUNNERS.build(cfg)``.
+_MM_RUNNER = re.compile(r"mm[a-z0-9]*(\.runner)?\.Runner(\.from_cfg)?|mm[a-z0-9]*\.registry\.RUNNERS\.build")
+
+
+def _mmengine_runner(ctx) -> ast.Call | None:
+    """The first call of the module that builds an mmengine runner, which puts the model on
+    ``mmengine.device.get_device()`` (YOLO-World's image-prompt demo moved its CLIP encoders to the
+    device it named, beside a detector the runner left on the CPU: read set 103), or None."""
+    if "_nrn_mm_runner" not in ctx.__dict__:
+        ctx.__dict__["_nrn_mm_runner"] = next((n for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
+                                               and _MM_RUNNER.fullmatch(ctx.qualname(n.func) or "")), None)
+    return ctx.__dict__["_nrn_mm_runner"]
 
 
 def _mmcv_api(ctx, node: ast.AST) -> str:

@@ -72,3 +72,60 @@ def chosen_before(ctx, stmt: ast.stmt) -> bool:
             if owner is None or owner.lineno >= stmt.lineno:
                 return False
     return True
+
+
+def chosen_after(ctx, node: ast.AST) -> int | None:
+    """The line of an ``os.environ["CUDA_VISIBLE_DEVICES"] = ...`` (any ``*_VISIBLE_DEVICES``) of the
+    module that runs after the site ``node``, or None. A site runs before one in the function that
+    assigns it when it is above it there; code at the module's top level (a ``__main__`` block's
+    argparse defaults, a parameter's default value) runs before one in a function the module calls
+    only below it. transfuser's ``main()`` sets it after its first lines (read set 102), gorilla's
+    CLI in ``main(args)``, called after its parser is built (read set 103)."""
+    if "_VISIBLE_DEVICES" not in ctx.text:
+        return None
+    site = _runs_in(ctx, node)
+    for fn, assigned in _assignments(ctx):
+        if fn is site:
+            if node.lineno < assigned.lineno:
+                return assigned.lineno
+        elif site is None and not _called_above(ctx, fn, node.lineno):
+            return assigned.lineno
+    return None
+
+
+def _assignments(ctx) -> list[tuple[ast.AST | None, ast.AST]]:
+    """``(function it runs in or None, node)`` of each ``os.environ[...] = ...`` (or ``os.environ.setdefault``,
+    ``os.putenv``) of a ``*_VISIBLE_DEVICES`` variable."""
+    found = []
+    for n in ctx.walk(ctx.tree):
+        if not (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("_VISIBLE_DEVICES")):
+            continue
+        parent = ctx.parent(n)
+        stored = (isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store)
+                  and ctx.qualname(parent.value) == "os.environ")
+        called = (isinstance(parent, ast.Call) and parent.args and parent.args[0] is n
+                  and ctx.qualname(parent.func) in ("os.environ.setdefault", "os.putenv"))
+        if stored or called:
+            found.append((_runs_in(ctx, n), n))
+    return found
+
+
+def _runs_in(ctx, node: ast.AST) -> ast.AST | None:
+    """The function whose body runs ``node``, or None for the module's top level (a default value or
+    decorator runs where its ``def`` is)."""
+    child = node
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(child is s for s in parent.body):
+            return parent
+        if isinstance(parent, ast.Lambda) and child is parent.body:
+            return parent
+        child = parent
+    return None
+
+
+def _called_above(ctx, fn: ast.AST | None, line: int) -> bool:
+    """Is the function ``fn`` called at the module's top level above ``line``?"""
+    name = getattr(fn, "name", None)
+    return name is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name and n.lineno < line
+        and _runs_in(ctx, n) is None for n in ctx.walk(ctx.tree))

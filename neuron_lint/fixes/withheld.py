@@ -21,7 +21,7 @@
 - a test about CUDA: named so (``test_dtw_cuda_equivalence``) or marked (``@pytest.mark.requires_cuda``);
 - a ``torch.cuda`` function the project's tests replace (:mod:`.mocked`);
 - a ``torch.cuda.device_count()`` in a module that builds ``DataParallel`` (CUDA's replication);
-- in a function that always calls a compiled CUDA extension (:mod:`.kernel_function`), or a ``Process``'s ``__init__`` (:mod:`.fork_parent`);
+- in a function that always calls a CUDA extension (:mod:`.kernel_function`), or where CUDA must not start (:mod:`.driver_start`);
 - a device named in a function that hands its tensors to its kernels by ``is_cuda`` (:func:`.device_dispatch.kernel_dispatch`);
 - a CUDA availability check in a project that builds its own C++/CUDA operators, or in a module that imports
   CPU-and-CUDA-only operators (TorchRec, PyG's; :mod:`.own_extension`) or uses what TorchNeuron's beta
@@ -37,7 +37,7 @@ from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch, kernel_dispatch
 from .device_maps import indexed_comparison
-from .fork_parent import fork_parent_note
+from .driver_start import early_driver_note
 from .kernel_function import kernel_function_note
 from .min_torch import pre_1_0_import
 from .mocked import mocked_by_tests
@@ -153,7 +153,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
 
 def _cuda_code(ctx, node: ast.AST) -> str:
     """The note when the code around ``node`` is CUDA's own: its module's, a kernel's function's, a fork's parent's."""
-    return cuda_module_note(ctx, node) or kernel_function_note(ctx, node) or fork_parent_note(ctx, node)
+    return cuda_module_note(ctx, node) or kernel_function_note(ctx, node) or early_driver_note(ctx, node)
 
 
 def _decided_elsewhere(ctx, hit, node: ast.AST) -> str:

@@ -1,16 +1,23 @@
-"""Code a forked worker's parent runs: the ``__init__`` of a ``multiprocessing.Process`` subclass.
+"""Code that must not start the CUDA driver, where a device-agnostic rewrite would: it asks
+``torch.accelerator.is_available()``, and on a CUDA machine that initialises the driver.
 
-SlowFast's ``AsyncVis``/``AsyncDemo`` workers (UniFormer, read set 99) store ``self.device =
+A forked worker's parent, the ``__init__`` of a ``multiprocessing.Process`` subclass: SlowFast's ``AsyncVis``/``AsyncDemo`` workers (UniFormer, read set 99) store ``self.device =
 torch.device("cuda:{}".format(gpu_id))`` in ``__init__``, which runs in the parent before ``start()``
 forks; only the child touches the GPU. A device-agnostic rewrite asks ``torch.accelerator.is_available()``
 there, and on a CUDA machine that initialises the driver in the parent: with the ``fork`` start
 method each child then fails at its first CUDA call. So nothing there is rewritten; the child's
 ``run()`` is where the device can be chosen.
+
+What a module runs before it chooses its visible GPUs (``os.environ["CUDA_VISIBLE_DEVICES"] = ...``,
+:func:`.visible_devices.chosen_after`): the driver, started first, ignores that choice, and every
+rank of transfuser's training ran on the same GPU (read set 102). Nothing there is rewritten either.
 """
 
 from __future__ import annotations
 
 import ast
+
+from .visible_devices import chosen_after
 
 #: ``multiprocessing.Process`` as the base resolves (``torch.multiprocessing`` re-exports it; a
 #: project's own class named ``Process`` is not one).
@@ -29,3 +36,18 @@ def fork_parent_note(ctx, node: ast.AST) -> str:
             "device-agnostic choice asks `torch.accelerator.is_available()` there, which on CUDA initialises the "
             "driver before the fork (each forked child then fails at its first CUDA call). Choose the device in "
             "`run()`, in the child")
+
+
+def visible_later_note(ctx, node: ast.AST) -> str:
+    """The note when ``node`` runs before the module chooses its visible GPUs, else ``""``."""
+    line = chosen_after(ctx, node)
+    if line is None:
+        return ""
+    return (f"not rewritten: this runs before the module chooses its visible GPUs (`*_VISIBLE_DEVICES`, line "
+            f"{line}); a device-agnostic rewrite asks `torch.accelerator.is_available()` here, which on CUDA starts "
+            "the driver first, and the choice would be ignored. Choose the GPUs first, or leave this site as it is")
+
+
+def early_driver_note(ctx, node: ast.AST) -> str:
+    """The note when ``node`` runs where the CUDA driver must not start yet (see the module docs), else ``""``."""
+    return fork_parent_note(ctx, node) or visible_later_note(ctx, node)
