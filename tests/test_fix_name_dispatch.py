@@ -141,3 +141,45 @@ def test_a_device_string_reaching_a_project_check_that_lists_the_names_it_accept
     (tmp_path / "tensor_type.py").write_text(ALLOW_LIST.replace('"cuda"]', '"cuda", "neuron"]'))
     clear_source_indexes()
     assert '"cuda"' not in fix_text(LOADER, str(path), SETTINGS).text
+
+
+REFUSING = '''import torch
+
+
+def load_model(path, device):
+    if device == "cpu":
+        kwargs = {"map_location": "cpu"}
+    elif device == "cuda":
+        kwargs = {}
+    else:
+        raise ValueError(f"Invalid device: {device}")
+    return torch.load(path, **kwargs)
+'''
+CLI = '''import argparse
+
+from {module} import load_model
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    model = load_model("model.pt", parser.parse_args().device)
+'''
+
+
+def test_a_function_refusing_other_device_names_holds_only_the_modules_that_import_it(tmp_path):
+    # gorilla's CLI (read set 103): `load_model` raises for any device but "cpu" and "cuda", so the
+    # option's default stays CUDA's there; another module of the project calling a `load_model` of
+    # its own (LLaMA-Adapter's finetuning script) is rewritten as before
+    from neuron_lint.fixes.project_scan import clear_source_indexes
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "serve.py").write_text(REFUSING)
+    (tmp_path / "other.py").write_text("def load_model(path, device):\n    return path, device\n")
+    clear_source_indexes()
+    held, freed = CLI.format(module="serve"), CLI.format(module="other")
+    (tmp_path / "cli.py").write_text(held)
+    result = fix_text(held, str(tmp_path / "cli.py"), SETTINGS)
+    assert result.text == held
+    assert any("`load_model` (serve.py:4)" in (f.fix_note or "") for f in result.remaining)
+    (tmp_path / "finetune.py").write_text(freed)
+    assert 'default="cuda"' not in fix_text(freed, str(tmp_path / "finetune.py"), SETTINGS).text

@@ -5,6 +5,12 @@ not Neuron's, and taking any other name for the CPU? mace's ``torch_tools.init_d
 of the code moves to ``neuron`` (its ``MACECalculator`` moved the model with ``.to(device)`` and kept
 the batches on the CPU: read set 87). A module that calls such a function, or imports at its top a
 module of its project that does, keeps its CUDA device strings.
+
+So does a module that reaches a check taking only the device names it lists or tests, without
+``"neuron"``: an ``assert device in ["cpu", "cuda"]`` (LLaMA2-Accessory's ``default_tensor_type``) or
+an ``if``/``elif`` chain over the names that raises for any other (FastChat-style ``load_model``;
+read sets 102 and 103). Their names are common, so they count only where the module, or a module it
+imports at its top, imports or defines them.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import ast
 import os
 import re
 
-from .module_kind import non_test, top_import_files
+from .module_kind import import_candidates, non_test, top_import_files
 from .project_scan import (
     MAX_BYTES,
     per_file_version,
@@ -71,8 +77,8 @@ def _dispatchers_in(path: str, data: bytes, tree: ast.Module | None = None) -> l
         return []
     found = []
     if functions:
-        found += [(node.name, path, node.lineno, "function") for node in ast.walk(tree)
-                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _dispatches(node)]
+        found += [(node.name, path, node.lineno, kind) for node in ast.walk(tree)
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (kind := _dispatches(node))]
     if tables:
         found += [(name, path, line, "table") for name, line in _device_tables(tree)]
     if listed:
@@ -142,13 +148,13 @@ def _subscripted_name(node: ast.AST) -> str | None:
     return node.attr if isinstance(node, ast.Attribute) else None
 
 
-def _dispatches(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _dispatches(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """Does ``fn`` compare its first parameter with ``"cuda"`` and another accelerator's name, never
-    with ``"neuron"``, and fall back to ``torch.device("cpu")``, or take only the names it tests
-    (:func:`_raises_otherwise`)?"""
+    with ``"neuron"``, and fall back to ``torch.device("cpu")`` (``"function"``), or take only the
+    names it tests (``"refuses"``, :func:`_raises_otherwise`)? ``""`` when neither."""
     params = [*fn.args.posonlyargs, *fn.args.args]
     if not params:
-        return False
+        return ""
     name = params[0].arg
     names: set[str] = set()
     falls_back = False
@@ -169,8 +175,8 @@ def _dispatches(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
             elif n.func.attr == "device" and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == "cpu":
                 falls_back = True
     if "cuda" in names and "neuron" not in names and falls_back and names & (_OTHER_ACCELERATORS - {"cpu"}):
-        return True
-    return any(_raises_otherwise(fn, p.arg) for p in (*params, *fn.args.kwonlyargs))
+        return "function"
+    return "refuses" if any(_raises_otherwise(fn, p.arg) for p in (*params, *fn.args.kwonlyargs)) else ""
 
 
 def _raises_otherwise(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
@@ -210,7 +216,10 @@ def reached_dispatcher(ctx) -> tuple[str, str, int, str] | None:
     tables = [d for d in dispatchers if d[3] == "table"]
     if tables:
         found = _importing_table(ctx, tables)
-    dispatchers = [d for d in dispatchers if d[3] in ("function", "allowlist")]
+    strict = [d for d in dispatchers if d[3] in ("allowlist", "refuses")]
+    if strict and found is None:
+        found = _strictly_reached(ctx, strict)
+    dispatchers = [d for d in dispatchers if d[3] == "function"]
     if dispatchers and found is None:
         names = {name for name, _, _, _ in dispatchers}
         called = _called(ctx.text.encode("utf-8", "surrogatepass"), frozenset(names))
@@ -220,6 +229,49 @@ def reached_dispatcher(ctx) -> tuple[str, str, int, str] | None:
             found = next(d for d in dispatchers if d[0] == called)
     ctx.__dict__["_nrn_name_dispatch"] = found
     return found
+
+
+def _strictly_reached(ctx, strict) -> tuple[str, str, int, str] | None:
+    """The check (of ``strict``: allow-lists and functions that refuse other names, whose names are
+    often common, ``load_model``) the module calls where it defines or imports it at its top, or that
+    a module it imports at its top calls so; None when there is none."""
+    here = os.path.abspath(ctx.path)
+    imported = {os.path.abspath(path) for path, _ in top_import_files(ctx)}
+    called = _read_names_of(ctx.text.encode("utf-8", "surrogatepass"))
+    for d in strict:
+        home = os.path.abspath(d[1])
+        if d[0].encode() in called and (home == here or home in imported):
+            return d
+    for path in sorted(imported):
+        for d in strict:
+            home = os.path.abspath(d[1])
+            if d[0].encode() in _read_names(path)[0] and (home == path or home in _top_imports(path)):
+                return d
+    return None
+
+
+def _read_names_of(data: bytes) -> frozenset[bytes]:
+    return frozenset(m.group(1) for m in _CALL.finditer(data))
+
+
+@per_file_version(missing=frozenset())
+def _top_imports(path: str) -> frozenset[str]:
+    """The project files the module at ``path`` imports at its top level."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(MAX_BYTES))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    found = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            modules = [(stmt.module or "", stmt.level)]
+        elif isinstance(stmt, ast.Import):
+            modules = [(a.name, 0) for a in stmt.names]
+        else:
+            continue
+        found.update(os.path.abspath(c) for module, level in modules for c in import_candidates(path, module, level))
+    return frozenset(found)
 
 
 def _importing_table(ctx, tables) -> tuple[str, str, int, str] | None:
@@ -279,6 +331,10 @@ def dispatcher_note(ctx) -> str:
         return (f"the project looks devices up by type in `{name}` ({where}:{line}), which has entries for "
                 "CUDA and the CPU but none for `neuron`: the current device would raise `KeyError` there. "
                 "Add an entry for it first")
+    if kind == "refuses":
+        return (f"the project takes only the device names it tests in `{name}` ({where}:{line}) and raises for "
+                "any other, `neuron` among them: the current device's name would reach it there. Teach it the "
+                "accelerator first")
     if kind == "allowlist":
         return (f"the project accepts only the device names it lists in `{name}` ({where}:{line}), and "
                 "`neuron` is not among them: the current device's name would reach it and fail its check "
