@@ -24,8 +24,8 @@ from .device_choice import (
     short,
 )
 from .device_forms import convert, cst_literal_kind, word
-from .guard_reach import typed_data_note
-from .guards import region_nodes
+from .guard_reach import kept_placement, typed_data_note
+from .guards import cuda_only_code, moves_things, region_nodes
 from .imported_device import imported_device_note
 from .line_length import line_length
 from .plan import DEVICE_VAR
@@ -83,6 +83,11 @@ def plan_inline_definition(ctx, hit, node):
         # IGEV's demo_video.py: `DEVICE = 'cuda'`, then `os.environ['CUDA_VISIBLE_DEVICES'] = '0'` (read set 87)
         ctx.note(hit, f"not rewritten: {VISIBLE_LATER}")
         return None
+    test = stmt.value.test if isinstance(stmt.value, ast.IfExp) else None
+    kept = test is not None and kept_placement(ctx, test, moves_things, cuda_only_code)
+    if kept:  # DIS's `device = 'cuda' if torch.cuda.is_available() else 'cpu'` beside a kept placement
+        ctx.note(hit, f"not rewritten: {kept}")
+        return None
     library = at_import and not ctx.is_script and not is_test_file(ctx)
     message = "Define the device string with `torch.accelerator`" + (
         " (this library module then probes the device when it is imported)" if library else "")
@@ -122,7 +127,8 @@ def plan_guard(ctx, hit, node, guard: ast.IfExp, kind: str, message: str, fixer:
     if node is not cuda_arm and not called:
         ctx.note(hit, f"not rewritten: `{short(ctx, guard)}` picks CUDA when CUDA is missing; fix it by hand")
         return None
-    typed = typed_data_note(ctx, guard.test, region_nodes) or imported_device_note(ctx)
+    typed = (typed_data_note(ctx, guard.test, region_nodes) or imported_device_note(ctx)
+             or (not negated and kept_placement(ctx, guard.test, moves_things, cuda_only_code)))
     if typed:
         ctx.note(hit, f"not rewritten: {typed}")
         return None

@@ -74,8 +74,8 @@ from .device_idiom import (
     rewrite_inline,
 )
 from .device_lists import rewrite_guard_list
-from .guard_reach import chosen_by_flag, compared_as_cuda, sliced_note, typed_data_note
-from .guards import region_nodes
+from .guard_reach import chosen_by_flag, compared_as_cuda, kept_placement, sliced_note, typed_data_note
+from .guards import cuda_only_code, moves_things, region_nodes
 from .imported_device import imported_device_note
 from .load_locations import load_location
 from .module_kind import forks_workers
@@ -123,7 +123,8 @@ def plan_literal(ctx, hit, node, message: str = "Use the current accelerator ins
             return None
         value = ctx.defined_device.value
         tests = [n for n in ctx.walk(value) if is_availability(ctx, n)]
-        typed = (typed_data_note(ctx, tests[0], region_nodes) or imported_device_note(ctx)) if tests else ""
+        typed = (typed_data_note(ctx, tests[0], region_nodes) or imported_device_note(ctx)
+                 or kept_placement(ctx, tests[0], moves_things, cuda_only_code)) if tests else ""
         if typed:
             ctx.note(hit, f"not rewritten: {typed}")
             return None

@@ -204,6 +204,35 @@ def typed_data_note(ctx, guard, region) -> str:
     return ""
 
 
+def kept_placement(ctx, guard, moves, cuda_only) -> str:
+    """Why ``guard``, whose decided code moves tensors or modules, stays when another ``if`` of its
+    module testing the same availability places something under it and stays for CUDA-only code it
+    runs (``cuda_only(ctx, body, test)``, :func:`.guards.cuda_only_code`), else ``""``. DIS's IS-Net
+    script loads and places its network under ``if torch.cuda.is_available(): net.load_state_dict(
+    torch.load(path)); net.cuda()`` (a checkpoint loaded without ``map_location``, which stays) and
+    moves its batches under the same test in ``train()``: rewritten alone, that one put the batches on
+    Trainium's device beside a network left on the CPU (read set 104)."""
+    from .device_choice import is_availability
+
+    if not is_availability(ctx, guard):
+        return ""
+    kept = ctx.__dict__.setdefault("_nrn_kept_placements", {})  # per test, as it is written
+    key = ast.dump(guard)
+    if key not in kept:
+        kept[key] = ""
+        for n in ctx.walk(ctx.tree):
+            if isinstance(n, ast.If) and ast.dump(n.test) == key and moves(ctx, n.body, n.test):
+                what = cuda_only(ctx, n.body, n.test)
+                if what:
+                    kept[key] = (f"the same test on line {n.lineno} stays (the code it decides calls {what}) and "
+                                 "places what it decides there, which Trainium leaves on the CPU; rewritten alone, "
+                                 "this one would move what goes with it to the accelerator. Port the two together")
+                    break
+    holder = next((p for p in ctx.ancestors(guard) if isinstance(p, (ast.If, ast.IfExp))), None)
+    note = kept[key]
+    return "" if holder is not None and note.startswith(f"the same test on line {holder.lineno} ") else note
+
+
 def _holder(ctx, literal) -> tuple[str, ast.AST] | None:
     """The variable ``literal`` is stored in (through a conditional's arm, ``torch.device(...)``, an
     f-string or ``"cuda:" + str(i)``), as written, and where it is read: its function (a name), class (``self.x``) or module."""

@@ -19,6 +19,7 @@ from .device_dispatch import later_device_branch
 from .guard_reach import (
     checks_requested_cuda,
     cpu_markers,
+    kept_placement,
     maps_to_where_saved,
     maps_to_where_saved_branch,
     runs_after,
@@ -189,7 +190,7 @@ def _cpu_path(ctx) -> int:
     return found
 
 
-def _moves(ctx, nodes, guard) -> bool:
+def moves_things(ctx, nodes, guard) -> bool:
     """Does the decided code move tensors or modules (``.cuda(...)``, ``.to(...)``, a ``"cuda"`` device),
     before or after a fix's first pass rewrote them?"""
     return any((isinstance(n, ast.Call) and getattr(n.func, "attr", "") in ("cuda", "to")) or (
@@ -302,8 +303,12 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     typed = typed_data_note(ctx, call, region_nodes)
     if typed:
         return None, typed
+    placed = not negated and moves_things(ctx, nodes, call) and kept_placement(ctx, call, moves_things,
+                                                                                cuda_only_code)
+    if placed:
+        return None, placed
     sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
-    kept = not negated and _moves(ctx, nodes, call) and _cpu_path(ctx)
+    kept = not negated and moves_things(ctx, nodes, call) and _cpu_path(ctx)
     if kept:
         return None, (f"the test on line {kept} stays (without CUDA it sets up the CPU path: Trainium takes it), so "
                       "here Trainium must take the CPU path too; rewritten, it would move data to the accelerator "
@@ -312,7 +317,7 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
     if skip is not None and not sites:
         return None, ("the test it skips has no CUDA-specific code neuron-lint rewrites, so what needs CUDA there "
                       "(a kernel, an extension, another module) is out of sight; decide by hand whether Trainium runs it")
-    kernel = _cuda_only_code(ctx, nodes, call)
+    kernel = cuda_only_code(ctx, nodes, call)
     if kernel:
         return None, (f"the code it decides calls {kernel}; on Trainium the guard would let it run. Keep the CUDA "
                       "test there (the CUDA path keeps working, other devices keep the other path)")
@@ -421,7 +426,7 @@ def _cuda_named_value(ctx, nodes, guard) -> str:
     return ""
 
 
-def _cuda_only_code(ctx, nodes, guard) -> str:
+def cuda_only_code(ctx, nodes, guard) -> str:
     """Code in the decided code that only CUDA runs (a kernel, a compiled extension, a custom
     operator, an optional import: :func:`.cuda_only.cuda_only_node`), as the note names it, or ``""``.
     ``.cuda()`` is not one: NRN201 rewrites it."""
