@@ -33,7 +33,10 @@ _OTHER_RUNTIMES = frozenset({"faster_whisper", "ctranslate2", "onnxruntime", "te
                              # `init_detector(cfg, ckpt, device=...)` then `inference_detector` moves the
                              # batch only to a CUDA model (InternImage, set 41); Isaac Gym simulates there
                              "mmdet", "mmseg", "mmdet3d", "mmpose", "mmrotate", "mmocr", "mmaction",
-                             "isaacgym", "isaacgymenvs"})
+                             "isaacgym", "isaacgymenvs",
+                             # ModelScope's `pipeline(..., device=...)` takes `cpu`, `cuda` or `gpu` and
+                             # asserts on any other name (VGen's gradio app, read set 104)
+                             "modelscope"})
 
 
 def other_runtime_call(ctx, node) -> str:
