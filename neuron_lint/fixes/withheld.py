@@ -41,10 +41,16 @@ from .driver_start import early_driver_note
 from .kernel_function import kernel_function_note
 from .min_torch import pre_1_0_import
 from .mocked import mocked_by_tests
-from .module_kind import is_str, is_test_path, module_level, named_test_without_tests, torch_imported_after
+from .module_kind import (
+    is_str,
+    is_test_path,
+    named_test_without_tests,
+    torch_imported_after,
+)
 from .native_neuron import native_neuron_note
 from .process_group import nccl_code, nccl_keyed
 from .replication import data_parallel_count, mmcv_api, mmcv_wrapper, spawn_count
+from .torch_binding import torch_import_note
 from .torchscript import scripted
 from .vendored_device import selecting_package
 
@@ -54,10 +60,9 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     native = hit.rule.category == "legacy-xla" and not ctx.neuron and native_neuron_note(ctx.path)
     if native:
         return native
-    if torch_only_under_guard(ctx):
-        return ("not rewritten: the module imports from torch only when torch is available (under `try`/`if`) "
-                "and binds no `torch`; the fix would need an `import torch` at the top, and the module would "
-                "then fail to import without torch")
+    unbound = torch_import_note(ctx, hit)
+    if unbound:
+        return unbound
     compiled = scripted(ctx, node)
     if compiled:
         return (f"not rewritten: TorchScript compiles `{compiled}` (`torch.jit.script`), and the device-agnostic "
@@ -192,31 +197,6 @@ def _cuda_in_message(ctx, node: ast.AST) -> bool:
 
 
 _RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
-
-
-def torch_only_under_guard(ctx) -> bool:
-    """Does the module import from torch only under ``if``/``try`` without binding ``torch``
-    (composer's ``collect_env``: ``try: from torch.cuda import is_available as cuda_available``)?"""
-    found = ctx.__dict__.get("_nrn_torch_guarded")
-    if found is None:
-        top = {id(s) for s in ctx.tree.body}
-        guarded = False
-        for stmt in module_level(ctx.tree.body):
-            if isinstance(stmt, ast.Import):
-                names = [a.name for a in stmt.names if a.name.split(".")[0] == "torch"]
-                binds = any(a.name.split(".")[0] == "torch" and (a.asname or a.name.split(".")[0]) == "torch"
-                            for a in stmt.names)
-            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-                names = [stmt.module] if stmt.module.split(".")[0] == "torch" else []
-                binds = False
-            else:
-                continue
-            if binds or (names and id(stmt) in top):
-                guarded = False
-                break
-            guarded = guarded or bool(names)
-        found = ctx.__dict__["_nrn_torch_guarded"] = guarded
-    return found
 
 
 def expected_to_raise(ctx, node: ast.AST):
