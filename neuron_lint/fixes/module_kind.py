@@ -301,16 +301,15 @@ def top_import_files(ctx):
     (:func:`import_candidates` of every ``import`` and ``from ... import`` in its body)."""
     if not ctx.path:
         return
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, ast.ImportFrom):
-            modules = [(stmt.module or "", stmt.level)]
-        elif isinstance(stmt, ast.Import):
-            modules = [(a.name, 0) for a in stmt.names]
-        else:
-            continue
-        for module, level in modules:
-            for path in import_candidates(ctx.path, module, level):
-                yield path, "." * level + module
+    for module, level in imported_modules(ctx.tree.body):
+        for path in import_candidates(ctx.path, module, level):
+            yield path, "." * level + module
+
+
+def imported_modules(body: list[ast.stmt]) -> list[tuple[str, int]]:
+    """``(module, level)`` of each ``import`` and ``from ... import`` among the statements ``body``."""
+    return [m for s in body for m in ([(s.module or "", s.level)] if isinstance(s, ast.ImportFrom) else
+                                      [(a.name, 0) for a in s.names] if isinstance(s, ast.Import) else [])]
 
 
 def _search_stems(importer: str, root: str, module: str) -> list[str]:

@@ -19,7 +19,7 @@ import ast
 import os
 import re
 
-from .module_kind import import_candidates, non_test, top_import_files
+from .module_kind import import_candidates, imported_modules, non_test, top_import_files
 from .project_scan import (
     MAX_BYTES,
     per_file_version,
@@ -262,16 +262,8 @@ def _top_imports(path: str) -> frozenset[str]:
             tree = ast.parse(f.read(MAX_BYTES))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
-    found = set()
-    for stmt in tree.body:
-        if isinstance(stmt, ast.ImportFrom):
-            modules = [(stmt.module or "", stmt.level)]
-        elif isinstance(stmt, ast.Import):
-            modules = [(a.name, 0) for a in stmt.names]
-        else:
-            continue
-        found.update(os.path.abspath(c) for module, level in modules for c in import_candidates(path, module, level))
-    return frozenset(found)
+    return frozenset(os.path.abspath(c) for module, level in imported_modules(tree.body)
+                     for c in import_candidates(path, module, level))
 
 
 def _importing_table(ctx, tables) -> tuple[str, str, int, str] | None:
