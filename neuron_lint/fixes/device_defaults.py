@@ -285,5 +285,10 @@ def rewrite_default(rx, original, updated, data):
             isinstance(small, (cst.Global, cst.Nonlocal)) for small in body[at].body):
         at += 1
     body.insert(at, check)
+    following = body[at + 1] if at + 1 < len(body) else None
+    if isinstance(following, (cst.FunctionDef, cst.ClassDef)) and not (
+            following.leading_lines and following.leading_lines[0].comment is None):
+        # a nested `def` after a statement gets a blank line above it, as `ruff format` gives it (Amphion)
+        body[at + 1] = following.with_changes(leading_lines=[cst.EmptyLine(indent=False), *following.leading_lines])
     return updated.with_changes(params=updated.params.with_changes(**{field: params}),
                                 body=updated.body.with_changes(body=body))
