@@ -68,11 +68,25 @@ def extension_call(ctx, call: ast.Call) -> str:
         return ""  # (torch's own `from torch.backends.cuda import sdp_kernel` is another rule's finding)
     if written[0] in extension_names(ctx):
         return f"`{'.'.join(written)}`, a compiled extension"
+    if _launches_with_cpm_kernels(ctx) and ((len(written) > 1 and "kernel" in written[0].lower()) or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "data_ptr"
+            for a in call.args for n in ast.walk(a))):
+        # CodeGeeX's `kernels = Kernel(...)` over a fatbin, then `kernels.int4WeightCompression(grid, block, 0,
+        # stream, [ctypes.c_void_p(x.data_ptr()), ...])`, which takes CUDA's stream and memory (read set 106)
+        return f"`{'.'.join(written)}`, a CUDA kernel launched with cpm_kernels"
     # (a name not itself named so is an alias of one: `import pointnet2_cuda as pointnet2`)
     if (written[0] in imported_cuda_names(ctx) and (_compiled_name(written[0]) or not cuda_only_part(written[0]))
             and not _python_source(ctx, written[0])):
         return f"`{'.'.join(written)}`, imported code named as CUDA's or as a compiled extension"
     return ""
+
+
+def _launches_with_cpm_kernels(ctx) -> bool:
+    """Does the module import cpm_kernels, which loads compiled CUDA kernels and launches them?"""
+    return "cpm_kernels" in ctx.text and any(
+        (isinstance(s, ast.ImportFrom) and (s.module or "").split(".")[0] == "cpm_kernels")
+        or (isinstance(s, ast.Import) and any(a.name.split(".")[0] == "cpm_kernels" for a in s.names))
+        for s in ctx.tree.body)
 
 
 #: Words that make a name about CUDA a helper of the program rather than compiled code (RFdiffusion's

@@ -1,4 +1,5 @@
-"""Where a fix may not add the ``import torch`` its code needs: a module that imports from torch only
+"""Where a fix may not add the ``import torch`` its code needs: a module that computes with another
+framework (``import oneflow as torch``, ``import paddle``), a module that imports from torch only
 when torch is available, and a module of settings that does not import torch at all."""
 
 from __future__ import annotations
@@ -8,8 +9,17 @@ import ast
 from .module_kind import module_level
 
 
+#: Frameworks whose tensors and modules have PyTorch's `.cuda()`, devices and much of its API.
+_OTHER_FRAMEWORKS = frozenset({"paddle", "oneflow", "jittor", "megengine", "mindspore", "mxnet", "tensorflow", "jax"})
+
+
 def torch_import_note(ctx, hit) -> str:
     """Why the module may not gain an ``import torch`` for ``hit``'s fix (the note), or ``""``."""
+    other = other_framework(ctx)
+    if other:
+        return (f"not rewritten: the module computes with `{other}`, not PyTorch (its tensors, modules and "
+                "devices are that framework's); the PyTorch code a fix writes, and the `import torch` it needs, "
+                "do not belong there")
     if torch_only_under_guard(ctx):
         return ("not rewritten: the module imports from torch only when torch is available (under `try`/`if`) "
                 "and binds no `torch`; the fix would need an `import torch` at the top, and the module would "
@@ -20,6 +30,23 @@ def torch_import_note(ctx, hit) -> str:
                 "(a config loader that keeps every top-level name, as Ask-Anything's, then fails to save it). "
                 "Choose the device where the settings are read")
     return ""
+
+
+def other_framework(ctx) -> str:
+    """The framework the module computes with instead of PyTorch, or ``""``: one imported under the
+    name ``torch`` (CodeGeeX's ``import oneflow as torch``), or, in a module that imports no torch,
+    one of :data:`_OTHER_FRAMEWORKS` (its ``paddle/inference.py``; read set 106)."""
+    found = ctx.__dict__.get("_nrn_other_framework")
+    if found is None:
+        imports = [s for s in ctx.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        aliased = next((a.name for s in imports if isinstance(s, ast.Import) for a in s.names
+                        if a.asname == "torch" and not _torch_name(a.name)), "")
+        names = [a.name for s in imports if isinstance(s, ast.Import) for a in s.names] + [
+            s.module or "" for s in imports if isinstance(s, ast.ImportFrom) and not s.level]
+        other = "" if any(_torch_name(n) for n in names) else next(
+            (n.split(".")[0] for n in names if n.split(".")[0] in _OTHER_FRAMEWORKS), "")
+        found = ctx.__dict__["_nrn_other_framework"] = aliased or other
+    return found
 
 
 def settings_module(ctx) -> bool:

@@ -25,6 +25,7 @@ import re
 from ..count_uses import count_uses, counts_no_device
 from ..cuda_only import dotted, only_described
 from ..device_forms import index_of_kept_name
+from ..device_holders import held_device_note
 from ..guard_skips import skipped_test
 from ..guard_subjects import cuda_rng_note
 from ..guards import decided_region
@@ -46,8 +47,7 @@ def _tests_the_device(ctx, node) -> bool:
     """Does the test ``node`` ask about the device (``torch.cuda.is_available()``, ``x.is_cuda``,
     ``device.type == ...``, a flag set from an availability test)? A flag of the user's options
     (OpenNMT's ``is_cuda = opt.gpu > -1``) and ``torch.version.cuda`` hold on a CPU-only host too."""
-    text = ctx.segment(node).replace("version.cuda", "")
-    if _GUARD_WORDS.search(text):
+    if _GUARD_WORDS.search(ctx.segment(node).replace("version.cuda", "")):
         return True
     flags = {ctx.segment(n) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
              and "cuda" in ctx.segment(n) and isinstance(getattr(n, "ctx", None), ast.Load)}
@@ -58,9 +58,8 @@ def _tests_the_device(ctx, node) -> bool:
 
 
 def _guarded(ctx, node) -> bool:
-    """Is ``node`` in the body of an ``if`` (or the true arm of ``... if ... else``, or after an
-    ``and``) that tests the device, of a ``with torch.cuda.device(i):`` or of a loop over the
-    device count?"""
+    """Is ``node`` in the body of an ``if`` (the true arm of ``... if ... else``, after an ``and``) that tests
+    the device, of a ``with torch.cuda.device(i):`` or of a loop over the device count?"""
     child = node
     for p in ctx.ancestors(node):
         if isinstance(p, ast.BoolOp) and isinstance(p.op, ast.And):
@@ -83,8 +82,7 @@ def _guarded(ctx, node) -> bool:
 
 
 def _enters_a_device(ctx, expr) -> bool:
-    """``torch.cuda.device(i)`` (or its rewrite, ``torch.accelerator.device_index(i)``) with an index
-    that is not None: a ``with`` of it runs its body only where that device exists."""
+    """``torch.cuda.device(i)`` (or ``torch.accelerator.device_index(i)``), ``i`` not None: a ``with`` needs that device."""
     return (isinstance(expr, ast.Call) and _names(ctx, expr.func, "torch.cuda.device", "torch.accelerator.device_index")
             and len(expr.args) == 1 and not expr.keywords
             and not (isinstance(expr.args[0], ast.Constant) and expr.args[0].value in (None, -1)))
@@ -98,16 +96,14 @@ def _over_the_devices(ctx, it) -> bool:
 
 
 def _names(ctx, func, *wanted: str) -> bool:
-    """Is ``func`` one of ``wanted``, by the module's imports or as written (an ``import torch``
-    inside the function: FastChat's ``get_gpu_memory``)?"""
+    """Is ``func`` one of ``wanted``, by the module's imports or as written (FastChat's inner ``import torch``)?"""
     return ctx.qualname(func) in wanted or ".".join(dotted(func)) in wanted
 
 
 def _alone_on_its_line(ctx, stmt) -> bool:
     line, col, end_line, end_col = ctx.span(stmt)
-    before = ctx.lines.line(line)[: col - 1]
-    after = ctx.lines.line(end_line)[end_col - 1:]
-    return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+    after = ctx.lines.line(end_line)[end_col - 1:].strip()
+    return not ctx.lines.line(line)[: col - 1].strip() and (not after or after.startswith("#"))
 
 
 def _args_fit(call: ast.Call | None, form: str) -> bool:
@@ -276,6 +272,10 @@ def _use_note(ctx, hit, call, target: str) -> str:
         return (f"not rewritten: under a CUDA test the statistics are read by key ({key}), a key of "
                 "CUDA's caching allocator; another device's allocator may not report it (a KeyError "
                 "there). Read it with `.get(...)` first")
+    held = hit.rule.fix.map[hit.subject].get("args") == "index" and call is not None and call.args and \
+        held_device_note(ctx, call.args[0], target)  # Amphion's `args.local_rank`, a device
+    if held:
+        return held
     named = index_of_kept_name(ctx, call)
     if named:
         return (f"not rewritten: it is the index of `{named}`, a CUDA device name that stays as it is; "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 
+from ..device_holders import held_device_note
 from ..name_words import name_words
 
 _INDEX_WORDS = ("rank", "idx", "index", "gpu", "_id", "ordinal")
@@ -330,6 +331,10 @@ class CudaCall:
                                {"owner": ast.unparse(tensor)})
         if _holds_device(ctx, index):  # `.cuda(device)` with a device object: `.to(device)`, as it is
             return ctx.propose(hit, call, "Call", "Move to that device with `.to(...)`", {"as_is": True})
+        held = index is not None and held_device_note(ctx, index, "torch.device(type, index)")
+        if held:  # Amphion's `args.local_rank = torch.device("cuda")` (read set 106)
+            ctx.note(hit, held)
+            return None
         current = _is_current_index(ctx, index)
         if index is not None and not current and not (isinstance(index, ast.Constant) and index.value is None) \
                 and not looks_like_index(index) and not _holds_index(ctx, index):
