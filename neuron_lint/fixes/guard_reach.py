@@ -87,6 +87,12 @@ def same_tests(ctx, guard) -> list:
     for n in ctx.walk(scope):
         if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test and _home(ctx, n) is scope:
             peers.append(list(ast.walk(n.test))[at])
+        elif branch.test is guard and isinstance(n, (ast.keyword, ast.Call)) and _home(ctx, n) is scope:
+            # the same test handed to a call as an argument (Amphion's speaker similarity: `if
+            # torch.cuda.is_available(): device = ...`, then `embed(model, ..., gpu=torch.cuda.is_available())`,
+            # which moves the inputs by it; read set 106): one choice, made twice
+            given = [n.value] if isinstance(n, ast.keyword) else n.args
+            peers += [v for v in given if ast.dump(v) == test]
     return peers
 
 
