@@ -87,13 +87,21 @@ def same_tests(ctx, guard) -> list:
     for n in ctx.walk(scope):
         if isinstance(n, ast.If) and n is not branch and ast.dump(n.test) == test and _home(ctx, n) is scope:
             peers.append(list(ast.walk(n.test))[at])
-        elif branch.test is guard and isinstance(n, (ast.keyword, ast.Call)) and _home(ctx, n) is scope:
+        elif branch.test is guard and isinstance(n, (ast.keyword, ast.Call)):
             # the same test handed to a call as an argument (Amphion's speaker similarity: `if
             # torch.cuda.is_available(): device = ...`, then `embed(model, ..., gpu=torch.cuda.is_available())`,
             # which moves the inputs by it; read set 106): one choice, made twice
-            given = [n.value] if isinstance(n, ast.keyword) else n.args
-            peers += [v for v in given if ast.dump(v) == test]
+            same = [v for v in ([n.value] if isinstance(n, ast.keyword) else n.args)
+                    if _like(v, guard) and ast.dump(v) == test]
+            if same and _home(ctx, n) is scope:
+                peers += same
     return peers
+
+
+def _like(node: ast.AST, guard: ast.AST) -> bool:
+    """Is ``node`` a call of the same attribute as ``guard`` (cheap, before comparing the two whole)?"""
+    return (isinstance(node, ast.Call) and isinstance(guard, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(guard.func, ast.Attribute) and node.func.attr == guard.func.attr)
 
 
 def _same_in_call(ctx, branch: ast.IfExp, guard) -> list:

@@ -36,8 +36,8 @@ _OTHER_ACCELERATORS = frozenset({"mps", "xpu", "hpu", "npu", "mlu", "xla", "tpu"
 _COMPARED_NAME = re.compile(rb"""(?:==|!=)\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)["']|"""
                             rb"""["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)["']\s*(?:==|!=|in\b)|"""
                             rb"""startswith\(\s*["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)""")
-#: A comparison with CUDA's name, as text (with ``raise``: a dispatcher that refuses other names).
-_COMPARED_CUDA = re.compile(rb"""==\s*["']cuda["']""")
+#: A name tested against CUDA's name, as text (with ``raise``: a dispatcher that refuses other names).
+_COMPARED_CUDA = re.compile(rb"""\b(?:el)?if\s+\w+\s*==\s*["']cuda["']""")
 #: What every match of :data:`_COMPARED_NAME` holds: looked for first, four times as fast.
 _QUOTED_NAME = re.compile(rb"""["'](?:mps|xpu|hpu|npu|mlu|xla|tpu)""")
 
@@ -92,16 +92,36 @@ def _allow_lists(tree: ast.Module) -> list[tuple[str, int]]:
     (``assert device is None or device in ["cpu", "cuda"]``, or ``if device not in (...): raise``):
     LLaMA2-Accessory's ``default_tensor_type(dtype, device)``, read set 102, where a rewritten
     ``"cuda"`` made every model load on Trainium fail the assertion."""
-    owners = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
-              for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"}
     out = []
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for owner, fn in _functions(tree):
         params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-        if any(_listed_check(n, params) for n in ast.walk(fn)):
-            out.append((owners.get(id(fn), fn.name), fn.lineno))
+        if any(_listed_check(n, params) for n in _own_nodes(fn)):
+            out.append((owner or fn.name, fn.lineno))
     return out
+
+
+def _functions(tree: ast.Module):
+    """``(class name for an ``__init__``, else None; function)`` of every function of ``tree``."""
+    stack: list[tuple[ast.AST, str | None]] = [(tree, None)]
+    while stack:
+        node, cls = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield (cls if child.name == "__init__" else None), child
+                stack.append((child, None))
+            else:
+                stack.append((child, child.name if isinstance(child, ast.ClassDef) else None))
+
+
+def _own_nodes(fn: ast.AST):
+    """The statements of ``fn``'s body and below, less its nested functions' and classes' (walked once each)."""
+    stack = list(fn.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.Assert, ast.If)) or not isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.expr)):
+            stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
 
 
 def _listed_check(node: ast.AST, params: set[str]) -> bool:
@@ -176,24 +196,35 @@ def _dispatches(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
                 falls_back = True
     if "cuda" in names and "neuron" not in names and falls_back and names & (_OTHER_ACCELERATORS - {"cpu"}):
         return "function"
-    return "refuses" if any(_raises_otherwise(fn, p.arg) for p in (*params, *fn.args.kwonlyargs)) else ""
+    return "refuses" if _raises_otherwise(fn, {p.arg for p in (*params, *fn.args.kwonlyargs)}) else ""
 
 
-def _raises_otherwise(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
-    """Does ``fn`` test its parameter ``name`` against device names in an ``if``/``elif`` chain, one
-    arm ``== "cuda"`` and none ``== "neuron"``, whose last ``else`` only raises (FastChat-style ``load_model(model_path,
-    device)``: ``"cpu"``, ``"cuda"``, ``"mps"``, else ``ValueError(f"Invalid device: {device}")``,
-    gorilla's CLI in read set 103)?"""
+def _raises_otherwise(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: set[str]) -> bool:
+    """Does ``fn`` test one of its parameters against device names in an ``if``/``elif`` chain, one
+    arm ``== "cuda"`` and none ``== "neuron"``, whose last ``else`` only raises (FastChat-style
+    ``load_model(model_path, device)``: ``"cpu"``, ``"cuda"``, ``"mps"``, else ``ValueError(f"Invalid
+    device: {device}")``, gorilla's CLI in read set 103)? One walk of ``fn``."""
     for n in ast.walk(fn):
-        arm, names = n, set()
-        while isinstance(arm, ast.If) and isinstance(arm.test, ast.Compare) and len(arm.test.ops) == 1 \
-                and isinstance(arm.test.ops[0], ast.Eq) and _is_param(arm.test.left, name):
-            right = arm.test.comparators[0]
-            names.add(right.value if isinstance(right, ast.Constant) else None)
+        name = _tested_param(n, params)
+        arm, names = (n, set()) if name is not None else (None, set())
+        while arm is not None and _tested_param(arm, {name}) is not None:
+            names.add(arm.test.comparators[0].value)
             if len(arm.orelse) == 1 and isinstance(arm.orelse[0], ast.Raise):
-                return "cuda" in names and "neuron" not in names
+                if "cuda" in names and "neuron" not in names:
+                    return True
+                break
             arm = arm.orelse[0] if len(arm.orelse) == 1 else None
     return False
+
+
+def _tested_param(node: ast.AST, params: set[str]) -> str | None:
+    """The parameter ``node``, an ``if``, compares with a string (``if device == "cpu":``), or None."""
+    if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
+            and isinstance(node.test.ops[0], ast.Eq) and isinstance(node.test.left, ast.Name)
+            and node.test.left.id in params):
+        return None
+    right = node.test.comparators[0]
+    return node.test.left.id if isinstance(right, ast.Constant) and isinstance(right.value, str) else None
 
 
 def _is_param(node: ast.AST, name: str) -> bool:
@@ -210,8 +241,8 @@ def reached_dispatcher(ctx) -> tuple[str, str, int, str] | None:
     found = None
     root = project_root(ctx.path) if ctx.path else None
     dispatchers = project_dispatchers(root) if root else ()
-    if not any(os.path.abspath(d[1]) == os.path.abspath(ctx.path or "") for d in dispatchers):
-        # the module's own, as it is now (from standard input, an editor's buffer, a rule's example)
+    if root is None or not os.path.isfile(ctx.path):
+        # the module's own, where the project's index has not read it (standard input, a rule's example)
         dispatchers = (*dispatchers, *_dispatchers_in(ctx.path or "", ctx.text.encode("utf-8", "surrogatepass"), ctx.tree))
     tables = [d for d in dispatchers if d[3] == "table"]
     if tables:
