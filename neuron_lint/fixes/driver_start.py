@@ -1,11 +1,12 @@
 """Code that must not start the CUDA driver, where a device-agnostic rewrite would: it asks
 ``torch.accelerator.is_available()``, and on a CUDA machine that initialises the driver.
 
-A forked worker's parent, the ``__init__`` of a ``multiprocessing.Process`` subclass: SlowFast's ``AsyncVis``/``AsyncDemo`` workers (UniFormer, read set 99) store ``self.device =
+A forked worker's parent, the ``__init__`` of a ``multiprocessing.Process`` subclass: SlowFast's
+``AsyncVis``/``AsyncDemo`` workers (UniFormer, read set 99) store ``self.device =
 torch.device("cuda:{}".format(gpu_id))`` in ``__init__``, which runs in the parent before ``start()``
-forks; only the child touches the GPU. A device-agnostic rewrite asks ``torch.accelerator.is_available()``
-there, and on a CUDA machine that initialises the driver in the parent: with the ``fork`` start
-method each child then fails at its first CUDA call. So nothing there is rewritten; the child's
+forks; only the child touches the GPU. A device-agnostic rewrite asks
+``torch.accelerator.is_available()`` there, and on a CUDA machine that initialises the driver in the
+parent: with the ``fork`` start method each child then fails at its first CUDA call. So nothing there is rewritten; the child's
 ``run()`` is where the device can be chosen; so is the function that makes such workers.
 
 What a module runs before it chooses its visible GPUs (``os.environ["CUDA_VISIBLE_DEVICES"] = ...``,
@@ -38,13 +39,21 @@ def fork_parent_note(ctx, node: ast.AST) -> str:
                 "device-agnostic choice asks `torch.accelerator.is_available()` there, which on CUDA initialises the "
                 "driver before the fork (each forked child then fails at its first CUDA call). Choose the device in "
                 "`run()`, in the child")
-    workers = _process_classes(ctx)
-    made = next((n for n in ctx.walk(func) if isinstance(n, ast.Call) and (
-        (ctx.qualname(n.func) or "").endswith(_PROCESS_BASES) or _called_name(n.func) in workers)), None)
+    made = _made_worker(ctx, func)
     return (f"not rewritten: the function makes worker processes (`{ctx.segment(made.func)}`, line {made.lineno}) "
             "and runs in their parent; a device-agnostic choice asks `torch.accelerator.is_available()` there, which "
             "on CUDA initialises the driver before they fork (each forked worker then fails at its first CUDA "
             "call). Choose the device in the worker") if made is not None else ""
+
+
+def _made_worker(ctx, func: ast.AST) -> ast.Call | None:
+    """The first call of ``func`` that makes a ``Process`` (or a subclass of the module's), kept per function."""
+    known = ctx.__dict__.setdefault("_nrn_made_worker", {})
+    if id(func) not in known:
+        workers = _process_classes(ctx)
+        known[id(func)] = next((n for n in ctx.walk(func) if isinstance(n, ast.Call) and (
+            (ctx.qualname(n.func) or "").endswith(_PROCESS_BASES) or _called_name(n.func) in workers)), None)
+    return known[id(func)]
 
 
 def _is_process(ctx, cls: ast.ClassDef) -> bool:

@@ -233,18 +233,14 @@ def kept_placement(ctx, guard, moves, cuda_only) -> str:
     kept = ctx.__dict__.setdefault("_nrn_kept_placements", {})  # per test, as it is written
     key = ast.dump(guard)
     if key not in kept:
-        kept[key] = ""
-        for n in ctx.walk(ctx.tree):
-            if isinstance(n, ast.If) and ast.dump(n.test) == key and moves(ctx, n.body, n.test):
-                what = cuda_only(ctx, n.body, n.test)
-                if what:
-                    kept[key] = (f"the same test on line {n.lineno} stays (the code it decides calls {what}) and "
-                                 "places what it decides there, which Trainium leaves on the CPU; rewritten alone, "
-                                 "this one would move what goes with it to the accelerator. Port the two together")
-                    break
-    holder = next((p for p in ctx.ancestors(guard) if isinstance(p, (ast.If, ast.IfExp))), None)
-    note = kept[key]
-    return "" if holder is not None and note.startswith(f"the same test on line {holder.lineno} ") else note
+        kept[key] = next(((n, what) for n in ctx.walk(ctx.tree) if isinstance(n, ast.If) and ast.dump(n.test) == key
+                          and moves(ctx, n.body, n.test) for what in [cuda_only(ctx, n.body, n.test)] if what), None)
+    if kept[key] is None or any(p is kept[key][0] for p in ctx.ancestors(guard)):  # that test itself
+        return ""
+    placed, what = kept[key]
+    return (f"the same test on line {placed.lineno} stays (the code it decides calls {what}) and places what it "
+            "decides there, which Trainium leaves on the CPU; rewritten alone, this one would move what goes "
+            "with it to the accelerator. Port the two together")
 
 
 def _holder(ctx, literal) -> tuple[str, ast.AST] | None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from .module_kind import module_level
-
+from .module_kind import imported_modules, module_level
 
 #: Frameworks whose tensors and modules have PyTorch's `.cuda()`, devices and much of its API.
 _OTHER_FRAMEWORKS = frozenset({"paddle", "oneflow", "jittor", "megengine", "mindspore", "mxnet", "tensorflow", "jax"})
@@ -58,11 +57,12 @@ def settings_module(ctx) -> bool:
     if found is None:
         body = ctx.tree.body
         settings = [s for s in body if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
-        found = ctx.__dict__["_nrn_settings_module"] = len(settings) >= 3 and all(
-            isinstance(s, (ast.Import, ast.ImportFrom)) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-            or (s in settings and _data(s.value) and all(isinstance(t, ast.Name) for t in _targets(s))) for s in body) and not any(
-            _torch_name(a.name) for s in body if isinstance(s, ast.Import) for a in s.names) and not any(
-            _torch_name(s.module or "") and not s.level for s in body if isinstance(s, ast.ImportFrom))
+        imports = [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        docstrings = [s for s in body if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)]
+        found = ctx.__dict__["_nrn_settings_module"] = (
+            len(settings) >= 3 and len(settings) + len(imports) + len(docstrings) == len(body)
+            and all(_data(s.value) and all(isinstance(t, ast.Name) for t in _targets(s)) for s in settings)
+            and not any(_torch_name(m) for m, level in imported_modules(imports) if not level))
     return found
 
 

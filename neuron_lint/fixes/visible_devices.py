@@ -95,8 +95,10 @@ def chosen_after(ctx, node: ast.AST) -> int | None:
 
 def _assignments(ctx) -> list[tuple[ast.AST | None, ast.AST]]:
     """``(function it runs in or None, node)`` of each ``os.environ[...] = ...`` (or ``os.environ.setdefault``,
-    ``os.putenv``) of a ``*_VISIBLE_DEVICES`` variable."""
-    found = []
+    ``os.putenv``) of a ``*_VISIBLE_DEVICES`` variable, kept per module."""
+    if "_nrn_visible_assignments" in ctx.__dict__:
+        return ctx.__dict__["_nrn_visible_assignments"]
+    found = ctx.__dict__["_nrn_visible_assignments"] = []
     for n in ctx.walk(ctx.tree):
         if not (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("_VISIBLE_DEVICES")):
             continue
