@@ -33,7 +33,9 @@ def held_device(ctx, node: ast.AST) -> str:
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
     if not name or name.lower() == "device":  # `.cuda(device)` is another rule's (and rewritten as it is)
         return ""
-    if name in (_holders_in(ctx.path or "", ctx.text.encode("utf-8", "surrogatepass")) or ()):
+    if "_nrn_device_holders" not in ctx.__dict__:  # the module's own, read once
+        ctx.__dict__["_nrn_device_holders"] = _holders_in(ctx.path or "", ctx.text.encode("utf-8", "surrogatepass")) or ()
+    if name in ctx.__dict__["_nrn_device_holders"]:
         return f"`{name}` (this module)"
     root = project_root(ctx.path) if ctx.path else None
     return f"`{name}` (elsewhere in the project)" if root and any(

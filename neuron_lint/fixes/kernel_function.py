@@ -82,11 +82,13 @@ def extension_call(ctx, call: ast.Call) -> str:
 
 
 def _launches_with_cpm_kernels(ctx) -> bool:
-    """Does the module import cpm_kernels, which loads compiled CUDA kernels and launches them?"""
-    return "cpm_kernels" in ctx.text and any(
-        (isinstance(s, ast.ImportFrom) and (s.module or "").split(".")[0] == "cpm_kernels")
-        or (isinstance(s, ast.Import) and any(a.name.split(".")[0] == "cpm_kernels" for a in s.names))
-        for s in ctx.tree.body)
+    """Does the module import cpm_kernels, which loads compiled CUDA kernels and launches them? Kept per module."""
+    from .module_kind import imported_modules
+
+    if "_nrn_cpm_kernels" not in ctx.__dict__:
+        ctx.__dict__["_nrn_cpm_kernels"] = "cpm_kernels" in ctx.text and any(
+            module.split(".")[0] == "cpm_kernels" for module, level in imported_modules(ctx.tree.body) if not level)
+    return ctx.__dict__["_nrn_cpm_kernels"]
 
 
 #: Words that make a name about CUDA a helper of the program rather than compiled code (RFdiffusion's
