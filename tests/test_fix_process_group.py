@@ -1,7 +1,9 @@
 """A `"nccl"` backend stays where the project decides where tensors go by asking whether its
 process group is NCCL's (allennlp, set 51): rewritten to the device's backend, that question says
 "not NCCL" on Trainium and the collectives get CPU tensors. In a repository of several projects
-(InternImage's classification/ and segmentation/, set 41) only the file's own folder counts."""
+(InternImage's classification/ and segmentation/, set 41) only the file's own project counts: the
+first folder on its way with Python files of its own (InternVideo's
+InternVideo1/Downstream/Video-Text-Retrieval/, read set 109)."""
 
 from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.files import fix_file
@@ -44,6 +46,29 @@ def test_another_top_folder_of_the_repository_does_not_count(tmp_path):
     assert fix_file(main, Settings(select=("NRN206",), unsafe_fixes=True)).written
     assert 'backend="nccl"' not in main.read_text()
     assert "get_default_backend_for_device" in main.read_text()
+
+
+def _grouped(tmp_path, asks_in: str):
+    (tmp_path / ".git").mkdir()
+    for project in ("retrieval", "localization"):
+        (tmp_path / "v1" / "downstream" / project).mkdir(parents=True)
+    (tmp_path / "v1" / "README.md").write_text("projects\n")
+    main = tmp_path / "v1" / "downstream" / "retrieval" / "main.py"
+    main.write_text(TRAIN)
+    (tmp_path / "v1" / "downstream" / asks_in / "comm.py").write_text(ASKS)
+    return main
+
+
+def test_a_project_beside_it_below_the_same_grouping_folders_does_not_count(tmp_path):
+    main = _grouped(tmp_path, "localization")
+    assert fix_file(main, Settings(select=("NRN206",), unsafe_fixes=True)).written
+    assert "get_default_backend_for_device" in main.read_text()
+
+
+def test_its_own_project_below_grouping_folders_counts(tmp_path):
+    main = _grouped(tmp_path, "retrieval")
+    assert not fix_file(main, Settings(select=("NRN206",), unsafe_fixes=True)).written
+    assert main.read_text() == TRAIN
 
 
 SENDER = '''import torch

@@ -21,7 +21,9 @@ def _callee(ctx, call: ast.Call):
         owner = func.value.id
         if owner == "self":
             cls = next((p for p in ctx.ancestors(call) if isinstance(p, ast.ClassDef)), None)
-            return _defined(cls.body, func.attr) if cls is not None else None
+            if cls is None:
+                return None
+            return _defined(cls.body, func.attr) or _submodule_forward(ctx, cls, func.attr)
         if func.attr == "apply":  # `_RenderFunction.apply(...)`: an autograd Function's forward
             cls = next((s for s in ctx.tree.body if isinstance(s, ast.ClassDef) and s.name == owner), None)
             return _defined(cls.body, "forward") if cls is not None else None
@@ -29,6 +31,21 @@ def _callee(ctx, call: ast.Call):
     if isinstance(func, ast.Name):
         return _defined(ctx.tree.body, func.id)
     return None
+
+
+def _submodule_forward(ctx, cls: ast.ClassDef, attr: str):
+    """The ``forward`` of the module's own class that ``cls`` keeps an instance of in ``self.<attr>``
+    (Qwen's ``self.core_attention_flash = FlashSelfAttention(...)``, called as
+    ``self.core_attention_flash(q, k, v)``), when every such assignment makes one of that class."""
+    made = {n.value.func.id for n in ast.walk(cls) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Name)
+            and any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                    and t.value.id == "self" for t in n.targets)}
+    if len(made) != 1:
+        return None
+    made_by = next(iter(made))
+    owner = next((s for s in ctx.tree.body if isinstance(s, ast.ClassDef) and s.name == made_by), None)
+    return _defined(owner.body, "forward") if owner is not None else None
 
 
 def _defined(body, name: str):

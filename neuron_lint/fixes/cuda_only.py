@@ -9,6 +9,7 @@ import fnmatch
 import functools
 import re
 
+from .cuda_library_names import cuda_library_names
 from .cuda_runtimes import (
     SIMULATORS,
     cuda_runtime,
@@ -149,28 +150,6 @@ def _cuda_library(module: str) -> bool:
     return any(cuda_only_part(part) for part in module.split("."))
 
 
-def _cuda_library_names(ctx) -> set[str]:
-    """Names defined in a module-level ``try`` that imports a CUDA-only library: fairseq's
-    ``try: from apex.normalization import FusedLayerNorm as _FusedLayerNorm`` then ``class
-    FusedLayerNorm(_FusedLayerNorm)`` in the same ``try`` (apex's fused kernels)."""
-    found = ctx.__dict__.get("_nrn_cuda_library_names")
-    if found is None:
-        found = set()
-        for stmt in ctx.tree.body:
-            if not isinstance(stmt, ast.Try) or not any(
-                    isinstance(s, ast.Import) and any(_cuda_library(a.name) for a in s.names)
-                    or isinstance(s, ast.ImportFrom) and not s.level and s.module and _cuda_library(s.module)
-                    for s in stmt.body):
-                continue
-            for s in stmt.body:
-                if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                    found.add(s.name)
-                elif isinstance(s, ast.Assign):
-                    found.update(t.id for t in s.targets if isinstance(t, ast.Name))
-        ctx.__dict__["_nrn_cuda_library_names"] = found
-    return found
-
-
 def launches_kernels(ctx, func: ast.Subscript) -> bool:
     """``kernel[grid](...)`` is a Triton or Numba launch where the module uses one of them or the
     name says kernel; elsewhere it is a lookup that is called (DiT's ``DiT_models[args.model](...)``)."""
@@ -198,8 +177,9 @@ def cuda_only_call(ctx, call: ast.Call) -> str:
         # (the second: a module imported under another name, OpenPCDet's
         # `from . import pointnet2_batch_cuda as pointnet2`)
         return f"`{name}`, a compiled extension"
-    if written[0] in _cuda_library_names(ctx):
-        return f"`{name}`, defined with a CUDA-only library (the `try` that imports it)"
+    how = cuda_library_names(ctx, _cuda_library).get(written[0])
+    if how:
+        return f"`{name}` {how}" if how.startswith("(") else f"`{name}`, {how}"
     if "parallel" in qual[:-1] and qual[-1] in _REPLICATION:
         return f"`{name}`, the scatter and gather of DataParallel (CUDA's only)"
     if "DataParallel" in written[-1] and "Distributed" not in written[-1] and qual[:1] != ["torch"]:

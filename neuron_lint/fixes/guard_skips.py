@@ -193,3 +193,23 @@ def float64_test(ctx, walked) -> str:
         elif isinstance(n, ast.Attribute) and ctx.qualname(n) in _FLOAT64:
             return f"`{ctx.qualname(n)}` (line {n.lineno})"
     return ""
+
+
+#: Statements that leave their block.
+_LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def after_stopping_else(ctx, guard: ast.If) -> list:
+    """What follows the ``if``/``elif`` chain of ``guard`` in its block, when its ``else`` only leaves
+    (``sys.exit``, ``raise``, ``return``): the code after it runs only where the test held (or an
+    earlier arm did). DINO's ``init_distributed_mode``: ``elif torch.cuda.is_available(): ...``
+    ``else: sys.exit(1)``, then ``init_process_group(backend="nccl")`` (InternVideo, read set 109)."""
+    last = guard.orelse[-1] if guard.orelse else None
+    if last is None or not (isinstance(last, _LEAVING) or stops(last)):
+        return []
+    top = guard
+    while isinstance(up := ctx.parent(top), ast.If) and len(up.orelse) == 1 and up.orelse[0] is top:
+        top = up  # the `if` whose `elif` this is
+    block = ctx.block_of(top) or []
+    i = next((j for j, s in enumerate(block) if s is top), len(block))
+    return block[i + 1:]

@@ -28,6 +28,7 @@ from .guard_reach import (
 )
 from .guard_skips import (
     GENERIC_SKIP_WORDS,
+    after_stopping_else,
     float64_test,
     is_skip,
     named_skip_elsewhere,
@@ -78,7 +79,7 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
                 return None, (f"without CUDA it calls `torch.manual_seed` (line {seeds}), which seeds the CPU and "
                               "every device, Trainium's too; rewritten, Trainium would seed its device alone")
             if not negated:
-                return region + list(parent.body) + cpu_markers(ctx, parent), ""
+                return region + list(parent.body) + after_stopping_else(ctx, parent) + cpu_markers(ctx, parent), ""
             if not (only_stops(parent.body) or _picks_the_cpu(ctx, parent)):
                 return None, ("the branch it takes without CUDA sets up the CPU path, which Trainium would then "
                               "skip; decide by hand what Trainium needs there")

@@ -16,7 +16,7 @@ import os
 import re
 
 from ..engine.parameters import parameter_defaults
-from .project_scan import project_root, source_index, source_reader
+from .project_scan import project_root, source_index, source_reader, subproject
 
 #: What a module does over its process group with the tensors on its devices.
 _COLLECTIVES = ("DistributedDataParallel", "DDP", "all_reduce", "all_gather", "reduce_scatter")
@@ -140,17 +140,16 @@ def nccl_asked(ctx) -> str:
     if not root:
         return ""
     # in a repository of several projects without markers of their own (InternImage's
-    # classification/ and segmentation/), only the file's own top folder
-    parts = os.path.relpath(os.path.abspath(path), root).split(os.sep)
-    return _project_asks_nccl(root, parts[0] if len(parts) > 1 else "")
+    # classification/ and segmentation/), only the file's own project
+    return _project_asks_nccl(root, subproject(path, root))
 
 
-def _project_asks_nccl(root: str, top: str) -> str:
+def _project_asks_nccl(root: str, folder: tuple[str, ...]) -> str:
     """``path:line`` of the first test of the backend against ``"nccl"`` in the project at ``root``
-    (in its top folder ``top`` alone, when given), or ``""``."""
+    (below its folder ``folder`` alone, when given), or ``""``."""
     for full, line in source_index(root, "nccl_asked"):
         shown = os.path.relpath(full, root)
-        if not top or shown.split(os.sep)[:-1][:1] == [top]:
+        if tuple(shown.split(os.sep)[:-1][:len(folder)]) == folder:
             return f"{shown}:{line}"
     return ""
 

@@ -45,6 +45,26 @@ def _root_of(folder: str) -> str | None:
         folder = parent
 
 
+def subproject(path: str, root: str) -> tuple[str, ...]:
+    """The folders from ``root`` down to the project of its own that holds ``path``, as parts: the
+    first folder on the way with Python files of its own (``()`` for a module at the root). A
+    repository of several projects keeps them side by side, often below grouping folders:
+    InternImage's ``classification/``, InternVideo's ``InternVideo1/Downstream/Video-Text-Retrieval/``."""
+    parts = os.path.relpath(os.path.abspath(path), root).split(os.sep)[:-1]
+    for n in range(1, len(parts) + 1):
+        if _has_python_files(os.path.join(root, *parts[:n])):
+            return tuple(parts[:n])
+    return tuple(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _has_python_files(folder: str) -> bool:
+    try:
+        return any(name.endswith(".py") for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
 def python_files(root: str, wanted: Callable[[tuple[str, ...], str], bool] | None = None,
                  ) -> Iterator[tuple[str, bytes]]:
     """``(path, bytes)`` of the ``.py`` files under ``root`` (for which ``wanted(folder parts

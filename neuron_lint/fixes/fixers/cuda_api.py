@@ -26,16 +26,15 @@ from ..count_uses import count_uses, counts_no_device
 from ..cuda_only import dotted, only_described
 from ..device_forms import index_of_kept_name
 from ..device_holders import held_device_note
+from ..duplicate_seeds import SEEDS, duplicate_seed, seed_guard_of
 from ..guard_skips import skipped_test
 from ..guard_subjects import cuda_rng_note
 from ..guards import decided_region
-from ..keyword_args import module_comments
 from ..legacy_tensor import legacy_dtype, plan_legacy_tensor, rewrite_legacy_tensor
 from ..stream_handles import STREAM_GETTERS, cuda_stream_needed
 from .cuda_call import looks_like_index, set_negative
 
 _KEYWORDS = {"stream": frozenset({"priority"}), "event": frozenset({"enable_timing", "blocking", "interprocess"})}
-_SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
 #: Where ``torch.accelerator`` lacks a call before the project's oldest PyTorch (memory statistics
 #: need 2.9), the map's ``older`` target (the call on ``torch.get_device_module()``) serves from this
 #: release, under the same availability test: ``torch.accelerator.is_available`` is new in 2.6.
@@ -128,67 +127,6 @@ def _args_fit(call: ast.Call | None, form: str) -> bool:
             return False
         return not args or (isinstance(args[0], ast.Constant) and args[0].value is None) or looks_like_index(args[0])
     return not args and all(k.arg in _KEYWORDS[form] for k in kws)
-
-
-def _duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
-    """The statement to remove when ``torch.cuda.manual_seed(_all)(s)`` sits next to
-    ``torch.manual_seed(s)`` (within three statements): the call's own, or, when it is all an
-    ``if torch.cuda.is_available():`` does (fairseq's ``set_torch_seed``), that ``if``."""
-    stmt = ctx.parent(call)
-    if not (isinstance(stmt, ast.Expr) and stmt.value is call and len(call.args) == 1 and not call.keywords):
-        return None
-    guard = _seed_guard(ctx, stmt)
-    if guard is not None:
-        stmt = guard
-    block = next((b for b in (getattr(ctx.parent(stmt), f, None) for f in ("body", "orelse", "finalbody"))
-                  if isinstance(b, list) and any(s is stmt for s in b)), None)
-    if block is None or len(block) < 2:
-        return None
-    i = next(j for j, s in enumerate(block) if s is stmt)
-    seed = ast.dump(call.args[0])
-    for j in range(max(0, i - 3), min(len(block), i + 4)):
-        other = block[j]
-        v = getattr(other, "value", None)
-        if (j != i and isinstance(other, ast.Expr) and isinstance(v, ast.Call)
-                and ctx.qualname(v.func) in ("torch.manual_seed", "torch.random.manual_seed")
-                and len(v.args) == 1 and ast.dump(v.args[0]) == seed):
-            return stmt
-    return None
-
-
-def _seed_guard(ctx, stmt: ast.stmt) -> ast.If | None:
-    """``if torch.cuda.is_available(): <stmt>`` with nothing else in it (no ``else``, no comment
-    that removing it would lose), or None."""
-    guard = ctx.parent(stmt)
-    if not (isinstance(guard, ast.If) and any(s is stmt for s in guard.body) and not guard.orelse
-            and _seeds_only(ctx, guard.body)):
-        return None
-    test = guard.test
-    if not (isinstance(test, ast.Call) and not test.args and not test.keywords
-            and ctx.qualname(test.func) == "torch.cuda.is_available"):
-        return None
-    lines = range(guard.lineno, (guard.end_lineno or guard.lineno) + 1)
-    if any(line in lines or line == guard.lineno - 1 for line, _, _ in module_comments(ctx)):
-        return None
-    return guard
-
-
-def seed_guard_of(ctx, call: ast.Call) -> ast.If | None:
-    """The ``if`` that ``call`` (``torch.cuda.is_available()``) tests, when the duplicate seed it
-    guards goes with it."""
-    guard = ctx.parent(call)
-    if not (isinstance(guard, ast.If) and guard.test is call and _seeds_only(ctx, guard.body)):
-        return None
-    return guard if _duplicate_seed(ctx, guard.body[0].value) is guard else None
-
-
-def _seeds_only(ctx, body: list[ast.stmt]) -> bool:
-    """Is ``body`` one or two ``torch.cuda.manual_seed(_all)(s)`` calls, all with the same seed
-    (stanza's ``set_random_seed`` calls both)?"""
-    calls = [s.value for s in body if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)]
-    return (0 < len(body) <= 2 and len(calls) == len(body)
-            and all(ctx.qualname(c.func) in _SEEDS and len(c.args) == 1 and not c.keywords for c in calls)
-            and len({ast.dump(c.args[0]) for c in calls}) == 1)
 
 
 def _stats_key_read(ctx, call: ast.Call | None) -> str:
@@ -296,8 +234,8 @@ class CudaApi:
             return None
         target, since = entry["target"], entry.get("since", "2.6")
         call = ctx.enclosing_call(hit.node)
-        if hit.subject in _SEEDS and call is not None:
-            stmt = _duplicate_seed(ctx, call)
+        if hit.subject in SEEDS and call is not None:
+            stmt = duplicate_seed(ctx, call)
             if stmt is not None:
                 return ctx.propose(hit, stmt, "If" if isinstance(stmt, ast.If) else "Expr",
                                    "Remove: `torch.manual_seed` next to it already seeds every device",

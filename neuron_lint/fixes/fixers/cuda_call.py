@@ -45,7 +45,9 @@ _STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
 
 def _is_storage(ctx, receiver) -> bool:
     """Is ``receiver`` a storage: ``t.untyped_storage()``, or the first parameter of a function
-    given as ``map_location=`` (``torch.load`` calls it with each storage)?"""
+    given as ``map_location`` (``torch.load`` calls it with each storage): by keyword, as
+    ``torch.load``'s second argument, or kept in a name that says so first (sdfstudio's
+    ``map_location = (lambda storage, loc: storage.cuda()) if ... else torch.device("cpu")``)?"""
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
         return receiver.func.attr in _STORAGE_METHODS
     if not isinstance(receiver, ast.Name):
@@ -53,8 +55,18 @@ def _is_storage(ctx, receiver) -> bool:
     fn = ctx.enclosing_function(receiver)
     if not isinstance(fn, ast.Lambda) or not fn.args.args or fn.args.args[0].arg != receiver.id:
         return False
-    keyword = ctx.parent(fn)
-    return isinstance(keyword, ast.keyword) and keyword.arg == "map_location"
+    child, holder = fn, ctx.parent(fn)
+    while isinstance(holder, (ast.IfExp, ast.BoolOp)):
+        child, holder = holder, ctx.parent(holder)
+    if isinstance(holder, ast.keyword):
+        return holder.arg == "map_location"
+    if isinstance(holder, ast.Call):
+        return ctx.qualname(holder.func) == "torch.load" and holder.args[1:2] == [child]
+    if isinstance(holder, (ast.Assign, ast.AnnAssign)):
+        targets = holder.targets if isinstance(holder, ast.Assign) else [holder.target]
+        return any("location" in (t.id if isinstance(t, ast.Name) else getattr(t, "attr", "")).lower()
+                   for t in targets)
+    return False
 
 
 #: Calls that give the current device's index: ``.cuda(torch.cuda.current_device())`` is ``.cuda()``.
