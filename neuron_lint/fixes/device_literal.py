@@ -350,9 +350,13 @@ def _listed_choice(ctx, node) -> ast.AST | None:
                                       and n.value.split(":")[0] == "cuda" for n in ast.walk(k.value)):
             return k.value
     dest = option_dest(call, node)
+    # the value kept in a name first: MiniCPM-V's `device = args.device`, `assert device in ['cuda', 'mps']`
+    kept = {t.id for n in (ctx.walk(ctx.tree) if dest else ()) if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Attribute) and n.value.attr == dest for t in n.targets if isinstance(t, ast.Name)}
     for n in ctx.walk(ctx.tree) if dest else ():
         if (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
-                and isinstance(n.left, ast.Attribute) and n.left.attr == dest
+                and (isinstance(n.left, ast.Attribute) and n.left.attr == dest
+                     or isinstance(n.left, ast.Name) and n.left.id in kept)
                 and isinstance(n.comparators[0], (ast.List, ast.Tuple, ast.Set))):
             names = [e.value for e in n.comparators[0].elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
             if "cuda" in names and not any(name.startswith("neuron") for name in names):

@@ -322,10 +322,10 @@ class PlanContext:
                 if at_top and node.lineno <= self.leading_end:
                     return {}, "the site runs among the imports, before a device variable could be defined"
                 return {"device": "script"}, ""
-            if at_top:
+            if at_top and node.lineno <= self.leading_end:
                 return {}, f"the module already uses the name {DEVICE_VAR} for something else"
-            # the name DEVICE is taken (a class attribute, a local...): a function gives the device instead
-        if at_top and not self.under_main_guard(node):
+            # DEVICE is taken (an attribute, a local, the script's own: Depth-Anything-V2, set 110): a function instead
+        elif at_top and not self.under_main_guard(node):
             return {}, ("a library module would probe the device when it is imported; "
                         "pass the device in, or choose it inside a function")
         if self.bound.get(DEVICE_HELPER, 0) and not self.has_device_helper:
