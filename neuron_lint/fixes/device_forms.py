@@ -178,20 +178,45 @@ def _format_argument(node):
     return right, node.left
 
 
-def _embeddable(rx, expr, quote: str) -> str:
-    """The quote an f-string holding ``expr`` can use ("" when none: the code has both quotes, a
-    backslash, a comment or a line break, or needs parentheses there)."""
+def _embeddable(rx, expr, quote: str):
+    """``(quote, expr)`` for an f-string holding ``expr``: the module's ``quote`` outside, with the
+    string literals of ``expr`` turned to the other quote where they use it (what ruff format
+    writes: LLaMA-Factory's ``"cuda:{}".format(os.getenv("LOCAL_RANK", "0"))`` becomes
+    ``f"{...}:{os.getenv('LOCAL_RANK', '0')}"``); ``("", expr)`` when it cannot (a backslash, a
+    comment, a line break, both quotes in one literal, or parentheses needed there)."""
     import libcst as cst
 
     if isinstance(expr, (cst.Lambda, cst.NamedExpr, cst.Dict, cst.Set, cst.DictComp, cst.SetComp)):
-        return ""
+        return "", expr
     code = rx.code(expr)
     if any(c in code for c in "\\\n\r#") or code.lstrip().startswith("{"):
-        return ""
-    for q in (quote, "'" if quote == '"' else '"'):
-        if q not in code:
-            return q
-    return ""
+        return "", expr
+    if quote not in code:
+        return quote, expr
+    other = "'" if quote == '"' else '"'
+
+    class _Turn(cst.CSTTransformer):
+        ok = True
+
+        def visit_FormattedString(self, node) -> bool:
+            self.ok = False  # an f-string inside: left as written
+            return False
+
+        def leave_SimpleString(self, original_node, updated_node):
+            body = updated_node.value.lstrip("rRbBuU")
+            if body[:1] != quote or body[:3] == quote * 3:
+                return updated_node
+            if other in body[1:-1]:
+                self.ok = False
+                return updated_node
+            prefix = updated_node.value[: len(updated_node.value) - len(body)]
+            return updated_node.with_changes(value=f"{prefix}{other}{body[1:-1]}{other}")
+
+    turn = _Turn()
+    turned = expr.visit(turn)
+    if turn.ok and quote not in rx.code(turned):
+        return quote, turned
+    return (other, expr) if other not in code else ("", expr)
 
 
 def convert(rx, site, node, data: dict, as_device: bool = False):
@@ -236,7 +261,7 @@ def _with_index(rx, site, node, data: dict, kind: str):
         return node.with_changes(left=fstring([dev_type, ":"], quote_of(node.left)))
     if kind == "format":
         index, base = _format_argument(node)
-        quote = _embeddable(rx, index, quote_of(base))
+        quote, index = _embeddable(rx, index, quote_of(base))
         if not quote:
             raise Decline("the index cannot be written inside an f-string as it is")
         return fstring([dev_type, ":", index], quote)

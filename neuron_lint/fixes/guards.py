@@ -375,11 +375,13 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
 
 
 def _looked_up_or_asked(ctx, node) -> bool:
-    """Is the string ``node`` compared, or a key looked up (asteroid's ``conf["use_gpu"]``,
-    ``opts.get("gpu")``), rather than a value picked?"""
+    """Is the string ``node`` compared, a key looked up (asteroid's ``conf["use_gpu"]``,
+    ``opts.get("gpu")``) or an environment variable's default (LLaMA-Factory's
+    ``os.getenv("LOCAL_RANK", "0")``), rather than a value picked?"""
     parent = ctx.parent(node)
     return isinstance(parent, (ast.Compare, ast.Subscript)) or (
-        isinstance(parent, ast.Call) and getattr(parent.func, "attr", "") in ("get", "pop") and node in parent.args[:1])
+        isinstance(parent, ast.Call) and getattr(parent.func, "attr", "") in ("get", "pop") and node in parent.args[:1]
+    ) or (isinstance(parent, ast.Call) and ctx.qualname(parent.func) in ("os.getenv", "os.environ.get"))
 
 
 def _gpu_choice(ctx, nodes, guard) -> str:
