@@ -54,6 +54,29 @@ def test_settings_change_is_seen(proj):
     assert codes(again) == codes(only_cuda) and c.misses == 0
 
 
+LONG = "import torch\n\n\ndef load(path):\n    return torch.load(path, weights_only=True).cuda()\n"
+
+
+def test_a_change_of_the_projects_line_length_is_seen(proj):
+    # which fixes `check` offers depends on the line length the project's formatter keeps; a cached
+    # result from before the configuration changed offered a fix that `fix` then drops
+    (proj / "src" / "a.py").write_text(LONG)
+    settings = Settings(select=("NRN201",), fix_edits=True)
+
+    def offered(result):
+        return [f.fix is not None for f in result.findings if Path(f.path).name == "a.py"]
+
+    (proj / "pyproject.toml").write_text("[project]\nname = 'p'\n\n[tool.ruff]\nline-length = 80\n")
+    assert offered(run(settings)[0]) == [True]
+    (proj / "pyproject.toml").write_text("[project]\nname = 'p'\n\n[tool.ruff]\nline-length = 60\n")
+    from neuron_lint.fixes.line_length import line_length_of
+
+    line_length_of.cache_clear()  # a new run reads the configuration afresh (one process here)
+    second, c = run(settings)
+    assert offered(second) == [False]
+    assert c.hits == 0  # every file of the project keeps within the new length
+
+
 def test_any_new_setting_is_part_of_the_key():
     """Settings added later (noqa, config, ...) change the key without anyone remembering to add them."""
     import dataclasses

@@ -10,7 +10,9 @@ directory holding ``pyproject.toml`` or ``.git``, else the working directory), w
   stale results),
 * a hash of the rule catalog (every ``rules/*.toml`` byte),
 * every setting that can change a finding (all :class:`Settings` fields except the few that only
-  choose files or the output format).
+  choose files or the output format),
+* the line length of the file's project (its formatter's configuration), which the fixes a
+  finding offers keep within.
 
 Entries hold a file's whole result: findings and file errors (a syntax error is cached too). The cache is a
 courtesy: a corrupt, unreadable or unwritable cache never fails a run, it is simply not used.
@@ -235,12 +237,14 @@ class Cache:
         self.enabled = self._secret is not None and not os.path.islink(self.directory)
         self.writable = self.enabled
 
-    def key(self, data: bytes, shown_path: str, settings=None) -> str:
+    def key(self, data: bytes, shown_path: str, settings=None, context: str = "") -> str:
         """The entry's key: the bytes, the path they are reported under, and the engine and settings
-        (``settings``: the file's own, when they are not the run's)."""
+        (``settings``: the file's own, when they are not the run's); ``context``: what else about the
+        file's surroundings its result depends on (the line length its fixes keep within)."""
         prefix = self.prefix if settings is None or settings is self.settings else self._prefix(settings)
         h = hashlib.blake2b(data, digest_size=20)
         h.update(b"\0" + shown_path.encode("utf-8", "surrogateescape") + b"\0" + prefix.encode())
+        h.update(b"\0" + context.encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
     def _prefix(self, settings) -> str:

@@ -149,6 +149,18 @@ def _tree_findings(text, path, settings, catalog, codes, index, directives, acti
     return findings
 
 
+def file_context(path) -> str:
+    """What a file's result depends on besides its bytes and the settings, for the cache's key: the
+    line length of its project (``pyproject.toml``, ``ruff.toml``, ``setup.cfg``...), which decides
+    which fixes are offered and what their edits are (a fix that would grow a line past it is not)."""
+    from ..fixes.line_length import line_length_of
+
+    try:
+        return f"line-length={line_length_of(os.path.dirname(os.path.abspath(path)))}"
+    except (OSError, ValueError):
+        return ""
+
+
 #: Modules whose findings :func:`peer_findings` is working out (an import cycle asks no further).
 _PEERS_UNDER_WAY: set[str] = set()
 _PEERS: dict[tuple, list | None] = {}

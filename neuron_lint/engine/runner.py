@@ -101,7 +101,7 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
         return item[0], work(item[1], settings_for(_STATE["settings"], item[1]), _STATE["catalog"])
 
     from . import project_facts
-    from .pipeline import display_path, read_file
+    from .pipeline import display_path, file_context, read_file
 
     order, path, key, sig, _size = item[:5]
     data = item[5] if len(item) > 5 else None  # read by the cache probe (serial runs)
@@ -110,7 +110,7 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
     if cache is not None and data is None and key is not None:
         data = read_file(path, settings)  # once: the key and the findings describe these bytes
     if cache is not None and isinstance(data, bytes):
-        key = cache.key(data, display_path(path), settings)
+        key = cache.key(data, display_path(path), settings, file_context(path))
     # Whether an import is the project's own package depends on the folders around the file, not
     # only on its bytes: the entry keeps those answers, and a later run re-checks them.
     with project_facts.recorded_lookups() as looked_up:
@@ -191,10 +191,10 @@ def run(
             if cache is not None and stat.S_ISREG(st.st_mode) and size <= settings.max_file_bytes:
                 if display is None:
                     from .pipeline import display_path as display
-                    from .pipeline import read_file
+                    from .pipeline import file_context, read_file
                 data = read_file(path, settings)  # regular files only, bounded: never a pipe or /dev/zero
                 if isinstance(data, bytes):
-                    key = cache.key(data, display(path), settings_for(settings, path))
+                    key = cache.key(data, display(path), settings_for(settings, path), file_context(path))
                     sig = _signature(st)
                     hit = cache.get(key)
                     if hit is not None and not _still_valid(hit[1]):

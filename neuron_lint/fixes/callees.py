@@ -1,10 +1,11 @@
-"""The project's own functions a device guard's code calls, looked into one level deep.
+"""The project's own functions a device guard's code calls, looked into three calls deep.
 
 A guard that decides ``self.accelerate()`` decides what ``accelerate`` runs: svox2's grid calls its
 compiled extension there (``_C.accel_dist_prop``), so ``if self.links.is_cuda:`` in front of the call
 is the right question and stays. Only callees the module itself defines are followed: a method of
 the enclosing class (``self.name(...)``), a module-level function (``name(...)``) and an autograd
-``Function``'s ``forward`` (``Name.apply(...)``); their own calls are not followed further.
+``Function``'s ``forward`` (``Name.apply(...)``), and the module's own functions those call, to
+:data:`_DEPTH` levels.
 """
 
 from __future__ import annotations
@@ -55,19 +56,40 @@ def _defined(body, name: str):
 def cuda_only_callee(ctx, call: ast.Call) -> str:
     """What makes the module's own function that ``call`` runs CUDA-only code (for a guard's note),
     or ``""``."""
-    from .cuda_only import cuda_only_node
-
     target = _callee(ctx, call)
     if target is None:
         return _inherited_cuda_method(ctx, call)
     if ctx.enclosing_function(call) is target:
         return ""
-    cache = ctx.__dict__.setdefault("_nrn_callee_cuda_only", {})
-    found = cache.get(id(target))
-    if found is None:
-        found = next((what for n in ctx.walk(target) if n is not target and (what := cuda_only_node(ctx, n))), "")
-        cache[id(target)] = found
+    found = _cuda_only_in(ctx, target, _DEPTH)
     return f"`{ctx.segment(call.func)}` (line {call.lineno}), whose code calls {found}" if found else ""
+
+
+#: How many calls deep the module's own functions are followed: FastVideo's block-sparse attention
+#: reaches flash-attn's kernel through two of its own helpers (read set 112).
+_DEPTH = 3
+
+
+def _cuda_only_in(ctx, target, depth: int) -> str:
+    """What in ``target``'s code, or in the module's own functions it calls (``depth`` levels in all),
+    is CUDA-only code, or ``""``. Kept per function and depth."""
+    from .cuda_only import cuda_only_node
+
+    cache = ctx.__dict__.setdefault("_nrn_callee_cuda_only", {})
+    key = (id(target), depth)
+    if key in cache:
+        return cache[key]
+    cache[key] = ""  # a function that calls itself, directly or not, adds nothing
+    found = next((what for n in ctx.walk(target) if n is not target and (what := cuda_only_node(ctx, n))), "")
+    if not found and depth > 1:
+        for n in ctx.walk(target):
+            inner = _callee(ctx, n) if isinstance(n, ast.Call) else None
+            deeper = _cuda_only_in(ctx, inner, depth - 1) if inner is not None and inner is not target else ""
+            if deeper:
+                found = f"`{ctx.segment(n.func)}` (line {n.lineno}), whose code calls {deeper}"
+                break
+    cache[key] = found
+    return found
 
 
 #: Methods that OpenMMLab's logger hooks define and read CUDA's memory statistics with

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from .module_kind import child_visible_devices
-from .own_extension import operator_library, own_extension
+from .own_extension import cpu_cuda_library, operator_library, own_extension, top_imports
 from .unsupported_use import chooses_device, unsupported_note
 
 #: The CUDA checks that decide, in a test module, which tests run on the GPU.
@@ -38,6 +38,25 @@ def cpu_path_note(ctx, node: ast.AST) -> str:
                 "and CUDA only; this test sends Trainium down the CPU path, the one that works there. Rewritten, "
                 "neuron tensors would reach those operators")
     return ""
+
+
+#: Detector frameworks built on such operators, whose scripts hand the device to the framework's own
+#: loaders (mmdet's ``init_detector(..., device=args.device)``, which decide for themselves) and place
+#: other tensors beside them.
+_DETECTORS = frozenset({"mmdet", "mmdet3d", "mmrotate", "maskrcnn_benchmark", "scene_graph_benchmark"})
+
+
+def placement_note(ctx, hit) -> str:
+    """The note where a CUDA placement (``.cuda()``, ``"cuda:0"``) is in a module that imports, at its
+    top, a library whose operators run on the CPU and CUDA only (co3d's examples: a point cloud made
+    on ``"cuda:0"`` for pytorch3d's rasterizer, read set 112): the accelerator is no place for its
+    tensors, and the CPU is, on Trainium; else ``""``."""
+    if hit.rule.code not in ("NRN201", "NRN202"):
+        return ""
+    library = next((n for n in top_imports(ctx) if cpu_cuda_library(n) and n.split(".")[0] not in _DETECTORS), "")
+    return (f"not rewritten: the module uses `{library}`, which runs on the CPU and CUDA only, so the "
+            "accelerator is no place for the tensors it gets; on Trainium, give them the CPU by hand"
+            if library else "")
 
 
 def gate(ctx, node: ast.AST) -> str:

@@ -308,7 +308,8 @@ def decided_region(ctx, call: ast.AST | None, negated: bool = False) -> tuple[li
                                                                                 cuda_only_code)
     if placed:
         return None, placed
-    sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call)]
+    own = {id(n) for n in ast.walk(call)}  # the test's own `"cuda"` (`enabled=device.type == "cuda"`) is no site
+    sites = [_site(ctx, s) for s in _cuda_sites(ctx, nodes, call) if id(s) not in own]
     kept = not negated and moves_things(ctx, nodes, call) and _cpu_path(ctx)
     if kept:
         return None, (f"the test on line {kept} stays (without CUDA it sets up the CPU path: Trainium takes it), so "

@@ -382,14 +382,14 @@ def operator_library(ctx) -> str:
     with gloo, which is the TorchRec path that works on Trainium), or AOTInductor, which the module
     calls (TorchServe's export scripts, set 57: a shared library built and loaded for the CPU or
     CUDA), or ``""``."""
-    found = next((n for n in top_imports(ctx) if _cpu_cuda_library(n)), "")
+    found = next((n for n in top_imports(ctx) if cpu_cuda_library(n)), "")
     if not found and "aot" in ctx.text:
         found = next((ctx.segment(n.func) for n in ctx.walk(ctx.tree) if isinstance(n, ast.Call)
                       and ctx.qualname(n.func) in AOT_INDUCTOR), "")
     return f"`{found}`" if found else _through_project_module(ctx)
 
 
-def _cpu_cuda_library(name: str) -> bool:
+def cpu_cuda_library(name: str) -> bool:
     return name.split(".")[0] in CPU_CUDA_LIBRARIES or ".".join(name.split(".")[:2]) in CPU_CUDA_LIBRARIES
 
 
@@ -416,7 +416,7 @@ def _library_imported_by(path: str) -> str:
     except OSError:
         return ""
     return next((name for m in _TOP_IMPORT.finditer(data)
-                 for name in [m.group(1).decode("ascii", "replace")] if _cpu_cuda_library(name)), "")
+                 for name in [m.group(1).decode("ascii", "replace")] if cpu_cuda_library(name)), "")
 
 
 def own_extension(path: str) -> str:

@@ -188,15 +188,25 @@ def _memory_statistic(f: Finding) -> bool:
     return f.code in ("NRN203", "NRN212") and f.message.startswith(_MEMORY)
 
 
+#: What a memory measurement does around its statistics (FastVideo's VAE benchmark: `synchronize`,
+#: `empty_cache`, then `memory_allocated` and `reset_peak_memory_stats` of the same device; read set 112).
+_AROUND_MEASURING = ("`torch.cuda.synchronize`", "`torch.cuda.empty_cache`")
+
+
+def _measuring(f: Finding) -> bool:
+    return _memory_statistic(f) or (f.code == "NRN203" and f.message.startswith(_AROUND_MEASURING))
+
+
 def _tied_placements(current: str, path: str, dropped: list[Finding], applied: list[Finding]) -> dict[int, tuple]:
     """The applied placements (and device tests) in a function where a placement was dropped for the
     line length, each with the line of one dropped (InternImage's ``collect_results_gpu``: two of its three
     ``device='cuda'`` moved, the third too long, and the copy between them mixed devices); and the
-    applied memory statistics of a function where one was dropped (a peak read left on CUDA while its
-    reset moved would measure nothing on Trainium). Each: (its line's text, (the line held, kind))."""
+    applied memory statistics of a function where one was dropped, and the synchronisations and cache
+    releases around them (a peak read left on CUDA while its reset moved would measure nothing on
+    Trainium). Each: (its line's text, (the line held, kind))."""
     groups = [(kind, [f for f in dropped if is_left(f)], [f for f in applied if goes(f)]) for kind, is_left, goes in (
         ("placement", lambda f: f.code in _PLACEMENTS, _moves_or_decides),
-        ("memory", _memory_statistic, _memory_statistic))]
+        ("memory", _memory_statistic, _measuring))]
     groups = [g for g in groups if g[1] and g[2]]
     if not groups:
         return {}

@@ -5,6 +5,10 @@ and ``torch.accelerator.current_stream()`` give) never equals a ``torch.cuda.Str
 from __future__ import annotations
 
 import ast
+import os
+import re
+
+from .project_scan import project_root, source_index, source_reader
 
 #: Their CUDA results are ``torch.cuda.Stream``s, whose ``__eq__`` is False for any other class.
 STREAM_GETTERS = frozenset({"torch.cuda.current_stream", "torch.cuda.Stream"})
@@ -25,6 +29,10 @@ def cuda_stream_needed(ctx, call: ast.Call) -> str:
     bound = _handle_read_later(ctx, call, parent)
     if bound:
         return f"the `cuda_stream` handle of `{bound}`, which holds it, is read"
+    read = _escapes(ctx, call) and project_reads_handles(getattr(ctx, "path", "") or "")
+    if read:
+        return (f"it is handed out of the function, and the project reads streams' `cuda_stream` handles "
+                f"({read})")
     outer = ctx.parent(parent) if isinstance(parent, ast.keyword) else parent
     if isinstance(outer, ast.Call) and outer.func is not call:
         name = ctx.qualname(outer.func) or ""
@@ -81,3 +89,39 @@ def _handle_read_later(ctx, call: ast.Call, parent) -> str:
             if name == wanted and (isinstance(held, ast.Name) == isinstance(target, ast.Name)):
                 return ctx.segment(target)
     return ""
+
+
+def _escapes(ctx, call: ast.Call) -> bool:
+    """Is the stream ``call`` gives handed out of its function: returned, or kept in a global or an
+    attribute (vLLM's ``current_stream()``, copied by FastVideo: ``_current_stream =
+    torch.cuda.current_stream()``, then ``return _current_stream``)?"""
+    node, parent = call, ctx.parent(call)
+    while isinstance(parent, ast.IfExp) and node is not parent.test:
+        node, parent = parent, ctx.parent(parent)
+    if isinstance(parent, ast.Return):
+        return True
+    if not (isinstance(parent, ast.Assign) and parent.value is node):
+        return False
+    fn = ctx.enclosing_function(call)
+    declared = {name for n in ctx.walk(fn) if isinstance(n, ast.Global) for name in n.names} if fn else set()
+    return any(isinstance(t, ast.Attribute) or isinstance(t, ast.Name) and t.id in declared for t in parent.targets)
+
+
+_HANDLE_READ = re.compile(rb"\.cuda_stream\b")
+
+
+def project_reads_handles(path: str) -> str:
+    """``path:line`` of the first read of a stream's ``cuda_stream`` handle in the project of
+    ``path`` (FastVideo's ``pynccl.py``: ``cudaStream_t(stream.cuda_stream)``), or ``""``."""
+    root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
+    if not root:
+        return ""
+    for full, line in source_index(root, "cuda_stream_read"):
+        return f"{os.path.relpath(full, root)}:{line}"
+    return ""
+
+
+@source_reader("cuda_stream_read", lambda parts, name: True)
+def _reads_handle_in(full: str, data: bytes) -> tuple[str, int] | None:
+    m = _HANDLE_READ.search(data) if b"cuda_stream" in data else None
+    return (full, data.count(b"\n", 0, m.start()) + 1) if m else None

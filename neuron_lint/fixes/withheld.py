@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 
-from .cpu_path import cpu_path_note, gate
+from .cpu_path import cpu_path_note, gate, placement_note
 from .cuda_class import cuda_class
 from .cuda_only import cuda_module_note
 from .device_dispatch import dispatch_branch, kernel_dispatch
@@ -143,7 +143,7 @@ def withheld(ctx, hit, node: ast.AST) -> str:
     elsewhere = _decided_elsewhere(ctx, hit, node)
     if elsewhere:
         return elsewhere
-    cpu_path = hit.rule.category == "cuda-specific" and cpu_path_note(ctx, node)
+    cpu_path = hit.rule.category == "cuda-specific" and (cpu_path_note(ctx, node) or placement_note(ctx, hit))
     if cpu_path:
         return cpu_path
     replicated = _replicated(ctx, node)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 
+from ..amp_enabled import off_on_cpu
 from ..device_choice import device_data, runs_at_import
 from ..device_literal import plan_device_type
 from ..keyword_args import with_commas
@@ -141,7 +142,7 @@ def _plan_disabling_decorator(ctx, hit, call, fn):
 
 def _with_the_call(ctx, hit, fix):
     """``torch.autocast("cuda", ...)`` / ``GradScaler("cuda")``: the device type and the ``enabled``
-    that keeps it off on a CPU-only host (see :func:`_off_on_cpu`) are one rewrite of the call."""
+    that keeps it off on a CPU-only host (see :func:`.amp_enabled.off_on_cpu`) are one rewrite of the call."""
     if fix is None:
         return None
     data = dict(fix.data)
@@ -270,7 +271,7 @@ class Amp:
             return _rewrite_literal_call(rx, original, updated, data)
         if mode == "default_scaler":  # the device type first, and off on a CPU-only host as CUDA's was
             dev_type = rx.device_type(original, data)
-            args = _off_on_cpu([cst.Arg(value=dev_type), *updated.args], dev_type,
+            args = off_on_cpu([cst.Arg(value=dev_type), *updated.args], dev_type,
                                rx.on_an_accelerator(dev_type, original), 5)
             return updated.with_changes(args=with_commas(args, updated.whitespace_before_args))
         if mode not in _TARGETS:
@@ -302,7 +303,7 @@ class Amp:
         if mode == "autocast":
             args = _device_dtype(rx, args, dev_type)
             args = _cuda_default_dtype(rx, args, original)
-        args = _off_on_cpu(args, dev_type, rx.on_an_accelerator(dev_type, original), 5 if mode == "GradScaler" else None)
+        args = off_on_cpu(args, dev_type, rx.on_an_accelerator(dev_type, original), 5 if mode == "GradScaler" else None)
         return updated.with_changes(func=func, args=with_commas(args, updated.whitespace_before_args))
 
 
@@ -327,7 +328,7 @@ def _rewrite_literal_call(rx, original, updated, data):
     if data["enabled_at"] == 2:  # autocast, not GradScaler
         args = _device_dtype(rx, args, new_type)
     off = rx.on_an_accelerator(new_type, original, quote_of(original.args[at].value))
-    args = _off_on_cpu(args, new_type, off, data["enabled_at"])
+    args = off_on_cpu(args, new_type, off, data["enabled_at"])
     return updated.with_changes(args=with_commas(args, updated.whitespace_before_args))
 
 
@@ -407,44 +408,6 @@ def _cuda_default_dtype(rx, args: list, original) -> list:
            and a.value.value == "False" for a in args):
         return args
     return [args[0], keyword("dtype", rx.dotted("torch.float16", original)), *args[1:]]
-
-
-def _off_on_cpu(args: list, dev_type, off, enabled_at: int | None) -> list:
-    """Keep the object off on a CPU-only host, as the CUDA one was there: ``torch.cuda.amp.autocast()``,
-    ``GradScaler()`` and ``torch.autocast("cuda")`` switch themselves off where CUDA is missing, but
-    ``torch.autocast("cpu")`` would run the model in bfloat16 and ``GradScaler("cpu")`` would scale.
-    ``enabled`` becomes ``off``, ``<device type> != "cpu"`` (``<given> and <device type> != "cpu"``;
-    :meth:`RewriteContext.on_an_accelerator`); ``enabled_at``: the position of a positional ``enabled``."""
-    import libcst as cst
-
-    from ..decline import Decline
-    from ..nodes import keyword
-
-    if isinstance(dev_type, cst.SimpleString):  # "neuron" (`--device neuron`): never the CPU
-        return args
-    if any(a.star == "**" for a in args):
-        raise Decline("`**kwargs` may hold `enabled`, which has to keep the CPU off")
-    positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
-    for n, a in enumerate(args):
-        if (a.keyword is not None and a.keyword.value == "enabled") or (
-                a.keyword is None and enabled_at is not None and n in positional and positional.index(n) == enabled_at):
-            v = a.value
-            if isinstance(v, cst.Name) and v.value == "False":
-                return args  # off everywhere already
-            if isinstance(v, cst.Name) and v.value == "True":
-                args[n] = a.with_changes(value=off)
-                return args
-            if not (v.lpar or isinstance(v, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))):
-                v = v.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            args[n] = a.with_changes(value=cst.BooleanOperation(left=v, operator=cst.And(), right=off))
-            return args
-    new = keyword("enabled", off)
-    if args and isinstance(args[-1].comma, cst.Comma):  # a trailing comma: the new argument takes it
-        before = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma(
-            whitespace_after=cst.SimpleWhitespace(" "))
-        new = new.with_changes(comma=args[-1].comma)
-        args[-1] = args[-1].with_changes(comma=before)
-    return [*args, new]
 
 
 FIXER = Amp()

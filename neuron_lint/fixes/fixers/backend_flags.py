@@ -42,10 +42,13 @@ Decided per flag (checked against torch 2.13):
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from ...io.positions import split_lines
 from ..keyword_args import module_comments
 from ..line_length import DEFAULT_LINE_LENGTH
+from ..project_scan import project_root, source_index, source_reader
 
 _SDP_PARAMS = ("enable_flash", "enable_math", "enable_mem_efficient", "enable_cudnn")
 #: sdp_kernel's own order of appending backends.
@@ -76,6 +79,25 @@ def _other_conv_precision(ctx, assign: ast.Assign):
                 if isinstance(t, ast.Attribute) and ctx.qualname(t) in _CONV_PRECISION:
                     return t
     return None
+
+
+_CONV_TF32_OFF = re.compile(rb"cudnn\.allow_tf32\s*=\s*False\b")
+
+
+def _project_turns_conv_tf32_off(path: str) -> str:
+    """``path:line`` of the project's first ``cudnn.allow_tf32 = False`` (FastVideo's parity tests
+    and its StableAudio pipeline; a later test module's ``= True`` puts it back in the same pytest
+    run), or ``""``."""
+    root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
+    for full, line in source_index(root, "conv_tf32_off") if root else ():
+        return f"{os.path.relpath(full, root)}:{line}"
+    return ""
+
+
+@source_reader("conv_tf32_off", lambda parts, name: True)
+def _turns_conv_tf32_off_in(full: str, data: bytes) -> tuple[str, int] | None:
+    m = _CONV_TF32_OFF.search(data) if b"allow_tf32" in data else None
+    return (full, data.count(b"\n", 0, m.start()) + 1) if m else None
 
 
 def _block_of(ctx, stmt):
@@ -217,6 +239,11 @@ class BackendFlags:
                 if other is not None:
                     ctx.note(hit, f"not removed: `True` is PyTorch's default, but this module also sets `{ctx.segment(other)}` "
                                   f"(line {other.lineno}), which this line may undo on CUDA; {_HARMLESS}")
+                    return None
+                off = _project_turns_conv_tf32_off(getattr(ctx, "path", "") or "")
+                if off:
+                    ctx.note(hit, f"not removed: `True` is PyTorch's default, but the project turns it off ({off}), "
+                                  f"which this line may undo on CUDA in the same process (a test run); {_HARMLESS}")
                     return None
                 return self._plan_removal(
                     ctx, hit, assign, "Remove `cudnn.allow_tf32 = True`: it restates PyTorch's default (TF32 "
