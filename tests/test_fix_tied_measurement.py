@@ -33,3 +33,20 @@ def test_the_measurement_moves_whole_where_it_fits(tmp_path):
     bench.write_text(BENCH)
     fix_file(bench, Settings(select=("NRN203",), unsafe_fixes=True))
     assert "torch.cuda" not in bench.read_text()
+
+
+def _training_main() -> str:
+    steps = "".join(f"    step_{n} = run({n})\n" for n in range(60))
+    return ("import torch\n\n\ndef main(run, device):\n    torch.cuda.synchronize()\n" + steps
+            + '    print("peak of the whole training run in bytes:", torch.cuda.max_memory_allocated(device))\n')
+
+
+def test_a_synchronisation_far_from_the_statistic_in_a_long_function_moves_alone(tmp_path):
+    # diffusers' colossalai DreamBooth: its `main()` synchronises before training and logs a peak at the end
+    (tmp_path / "pyproject.toml").write_text('[tool.ruff]\nline-length = 95\n')
+    script = tmp_path / "train.py"
+    script.write_text(_training_main())
+    fix_file(script, Settings(select=("NRN203",), unsafe_fixes=True))
+    text = script.read_text()
+    assert "torch.accelerator.synchronize()" in text
+    assert "torch.cuda.max_memory_allocated(device)" in text

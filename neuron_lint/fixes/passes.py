@@ -219,14 +219,27 @@ def _tied_placements(current: str, path: str, dropped: list[Finding], applied: l
         around = [span for span in functions if span[0] <= line <= span[1]]
         return max(around) if around else None
 
+    statistics = [f.line for f in (*dropped, *applied) if _memory_statistic(f)]
+
+    def with_them(f, span) -> bool:
+        # a synchronisation or cache release belongs to the measurement in a function made for it
+        # (FastVideo's `_measure`), or right beside a statistic; not in a whole training `main()`
+        # that logs one (diffusers' colossalai DreamBooth)
+        return _memory_statistic(f) or span[1] - span[0] <= _MEASURING_FUNCTION or any(
+            abs(f.line - line) <= 3 for line in statistics)
+
     lines = split_lines(current)
     out: dict[int, tuple] = {}
     for kind, left, moved in groups:
         held = {innermost(f.line): f.line for f in left}
         held.pop(None, None)
         out.update({id(f): (lines[f.line - 1].strip(), (held[innermost(f.line)], kind))
-                    for f in moved if innermost(f.line) in held})
+                    for f in moved if innermost(f.line) in held and (kind != "memory" or with_them(f, innermost(f.line)))})
     return out
+
+
+#: The longest function (in lines) taken as made for a measurement whole.
+_MEASURING_FUNCTION = 60
 
 
 def _grown(current: str, new: str, limit: int) -> set[int]:
