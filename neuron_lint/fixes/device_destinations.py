@@ -63,7 +63,7 @@ def other_runtime_call(ctx, node) -> str:
         scope = ctx.enclosing_function(node) or ctx.tree
         return next((callee for n in ctx.walk(scope) if isinstance(n, ast.Call)
                      and any(ctx.segment(a) == held for a in (*n.args, *(k.value for k in n.keywords)))
-                     for callee in [_runtime_callee(ctx, n)] if callee), "")
+                     for callee in [_runtime_callee(ctx, n) or _through_own_class(ctx, n, held)] if callee), "")
     if not isinstance(call, ast.Call) or node is call.func:
         return ""
     return _runtime_callee(ctx, call)
@@ -80,6 +80,28 @@ def option_dest(call, node) -> str:
     dest = dest or next((f.lstrip("-") for f in flags if f.startswith("--")), flags[0].lstrip("-") if flags else "")
     return dest.replace("-", "_") if isinstance(dest, str) else ""
 
+
+
+def _through_own_class(ctx, call: ast.Call, held: str) -> str:
+    """The runtime call that the module's own class, made by ``call`` with ``held`` as an argument,
+    hands that parameter to in its ``__init__`` (MuseTalk's ``AnalyzeFace(device, ...)``, whose
+    ``__init__`` calls mmpose's ``init_model(..., device=self.device)``; read set 113), else ``""``."""
+    if not isinstance(call.func, ast.Name):
+        return ""
+    cls = next((c for c in ctx.tree.body if isinstance(c, ast.ClassDef) and c.name == call.func.id), None)
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None) if cls else None
+    if init is None:
+        return ""
+    params = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]
+    given = {params[i] for i, a in enumerate(call.args) if i < len(params) and ctx.segment(a) == held}
+    given |= {k.arg for k in call.keywords if k.arg in params and ctx.segment(k.value) == held}
+    # the parameter, and the attributes it is kept in (`self.device = device`)
+    names = given | {f"self.{t.attr}" for n in ast.walk(init) if isinstance(n, ast.Assign)
+                     and isinstance(n.value, ast.Name) and n.value.id in given for t in n.targets
+                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return next((callee for n in ast.walk(init) if isinstance(n, ast.Call)
+                 and any(ctx.segment(a) in names for a in (*n.args, *(k.value for k in n.keywords)))
+                 for callee in [_runtime_callee(ctx, n)] if callee), "") if given else ""
 
 
 def _runtime_callee(ctx, call: ast.Call) -> str:

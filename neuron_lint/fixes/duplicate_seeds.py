@@ -28,7 +28,7 @@ def duplicate_seed(ctx, call: ast.Call) -> ast.stmt | None:
     if block is None or len(block) < 2:
         return None
     i = next(j for j, s in enumerate(block) if s is stmt)
-    seed = ast.dump(call.args[0])
+    seed = _seed_key(call.args[0])
     for j in range(max(0, i - 3), min(len(block), i + 4)):
         if j != i and _seeds_torch(ctx, block[j], seed) and all(
                 _quiet(s, seed) for s in block[min(i, j) + 1:max(i, j)]):
@@ -40,7 +40,17 @@ def _seeds_torch(ctx, stmt: ast.stmt, seed: str) -> bool:
     """Is ``stmt`` ``torch.manual_seed(<seed>)``, alone or kept (``g = torch.manual_seed(seed)``)?"""
     v = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
     return (isinstance(v, ast.Call) and ctx.qualname(v.func) in _TORCH_SEEDS and len(v.args) == 1
-            and not v.keywords and ast.dump(v.args[0]) == seed)
+            and not v.keywords and _seed_key(v.args[0]) == seed)
+
+
+def _seed_key(node: ast.expr) -> str:
+    """The seed ``node`` gives, for comparing two seedings: ``str(seed)`` and ``int(seed)`` give
+    ``seed``'s (``manual_seed`` takes the number either way: detectron2's ``seed_all_rng`` seeds with
+    ``torch.manual_seed(seed)``, then ``torch.cuda.manual_seed_all(str(seed))``)."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "str")
+            and len(node.args) == 1 and not node.keywords):
+        node = node.args[0]
+    return ast.dump(node)
 
 
 def _seeded_earlier(ctx, stmt: ast.stmt, seed: str) -> bool:
