@@ -40,6 +40,19 @@ def cli():
     return run_cli
 
 
+def write_project(root: Path, files: dict[str, str]) -> Path:
+    """A project at ``root`` that declares torch 2.8, with ``files`` (relative path -> text) written
+    into it; the project-wide indexes some fixes read are forgotten first. Returns ``root``."""
+    from neuron_lint.fixes.project_scan import clear_source_indexes
+
+    clear_source_indexes()
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.8"]\n')
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 def as_other_user(work) -> bytes:
     """Run ``work()`` (returning bytes) in a forked child that has become user and group 65534
     (``nobody``), with this process's imports; its bytes. Only as root: the permission cases need a

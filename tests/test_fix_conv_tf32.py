@@ -4,7 +4,7 @@ module's `= False` stays in force and the line put it back (FastVideo's parity t
 
 from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.files import fix_file
-from neuron_lint.fixes.project_scan import clear_source_indexes
+from conftest import write_project
 
 PARITY = '''import torch
 
@@ -24,13 +24,8 @@ def test_exact():
 
 
 def _project(tmp_path, turns_off: bool):
-    clear_source_indexes()
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.8"]\n')
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_parity.py").write_text(PARITY)
-    if turns_off:
-        (tmp_path / "tests" / "test_exact.py").write_text(OTHER)
-    return tmp_path / "tests" / "test_parity.py"
+    files = {"tests/test_parity.py": PARITY, **({"tests/test_exact.py": OTHER} if turns_off else {})}
+    return write_project(tmp_path, files) / "tests" / "test_parity.py"
 
 
 def test_kept_where_the_project_turns_it_off(tmp_path):

@@ -5,7 +5,7 @@ streams' `cuda_stream` handles: vLLM's `current_stream()` (copied by FastVideo, 
 
 from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.files import fix_file
-from neuron_lint.fixes.project_scan import clear_source_indexes
+from conftest import write_project
 
 UTILS = '''import torch
 
@@ -29,14 +29,8 @@ def all_reduce(lib, comm, tensor):
 
 
 def _project(tmp_path, reads_handle: bool):
-    clear_source_indexes()
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.8"]\n')
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "utils.py").write_text(UTILS)
-    if reads_handle:
-        (tmp_path / "pkg" / "comm.py").write_text(COMM)
-    return tmp_path / "pkg" / "utils.py"
+    files = {"pkg/__init__.py": "", "pkg/utils.py": UTILS, **({"pkg/comm.py": COMM} if reads_handle else {})}
+    return write_project(tmp_path, files) / "pkg" / "utils.py"
 
 
 def test_a_returned_stream_stays_cuda_where_the_project_reads_its_handle(tmp_path):

@@ -16,7 +16,7 @@ import os
 import re
 
 from ..engine.parameters import parameter_defaults
-from .project_scan import project_root, source_index, source_reader, subproject
+from .project_scan import first_in_project, pattern_index
 
 #: What a module does over its process group with the tensors on its devices.
 _COLLECTIVES = ("DistributedDataParallel", "DDP", "all_reduce", "all_gather", "reduce_scatter")
@@ -135,30 +135,12 @@ def nccl_asked(ctx) -> str:
     if m:
         line = data.count(b"\n", 0, m.start()) + 1
         return f"line {line}"
-    path = getattr(ctx, "path", "") or ""
-    root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
-    if not root:
-        return ""
     # in a repository of several projects without markers of their own (InternImage's
     # classification/ and segmentation/), only the file's own project
-    return _project_asks_nccl(root, subproject(path, root))
+    return first_in_project(getattr(ctx, "path", "") or "", "nccl_asked", own_project=True)
 
 
-def _project_asks_nccl(root: str, folder: tuple[str, ...]) -> str:
-    """``path:line`` of the first test of the backend against ``"nccl"`` in the project at ``root``
-    (below its folder ``folder`` alone, when given), or ``""``."""
-    for full, line in source_index(root, "nccl_asked"):
-        shown = os.path.relpath(full, root)
-        if tuple(shown.split(os.sep)[:-1][:len(folder)]) == folder:
-            return f"{shown}:{line}"
-    return ""
-
-
-@source_reader("nccl_asked", lambda parts, name: True)
-def _asks_nccl_in(full: str, data: bytes) -> tuple[str, int] | None:
-    """(the file, the line) of its first test of the process group's backend against ``"nccl"``, or None."""
-    m = _ASKS_NCCL.search(data) if b"get_backend" in data else None
-    return (full, data.count(b"\n", 0, m.start()) + 1) if m else None
+pattern_index("nccl_asked", _ASKS_NCCL, b"get_backend")
 
 
 #: Calls that only say something: a branch of nothing else decides nothing.

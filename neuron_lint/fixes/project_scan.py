@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from typing import Any, Callable, Iterator
 
 #: What marks a project's own root (or the repository's): nothing above it decides for it.
@@ -154,3 +155,27 @@ def _source_index(root: str, names: tuple[str, ...]) -> dict[str, tuple]:
 def clear_source_indexes() -> None:
     """Forget every project's indexes (tests that change a project's files)."""
     _source_index.cache_clear()
+
+
+def pattern_index(name: str, pattern: "re.Pattern[bytes]", first: bytes) -> None:
+    """Register the index ``name``: where ``pattern`` first matches in each project file (its path and
+    line), looked for only in files that hold the bytes ``first``."""
+    @source_reader(name, lambda parts, file: True)
+    def found_in(full: str, data: bytes) -> tuple[str, int] | None:
+        m = pattern.search(data) if first in data else None
+        return (full, data.count(b"\n", 0, m.start()) + 1) if m else None
+
+
+def first_in_project(path: str, name: str, own_project: bool = False) -> str:
+    """``file:line`` (from the project's root) of the first match of the pattern index ``name`` in
+    the project of ``path``; within its own project below the root (:func:`subproject`) when
+    ``own_project``; ``""`` when there is none, or ``path`` is no file on disk."""
+    root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
+    if not root:
+        return ""
+    folder = subproject(path, root) if own_project else ()
+    for full, line in source_index(root, name):
+        shown = os.path.relpath(full, root)
+        if tuple(shown.split(os.sep)[:-1][:len(folder)]) == folder:
+            return f"{shown}:{line}"
+    return ""

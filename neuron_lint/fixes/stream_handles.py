@@ -5,10 +5,9 @@ and ``torch.accelerator.current_stream()`` give) never equals a ``torch.cuda.Str
 from __future__ import annotations
 
 import ast
-import os
 import re
 
-from .project_scan import project_root, source_index, source_reader
+from .project_scan import first_in_project, pattern_index
 
 #: Their CUDA results are ``torch.cuda.Stream``s, whose ``__eq__`` is False for any other class.
 STREAM_GETTERS = frozenset({"torch.cuda.current_stream", "torch.cuda.Stream"})
@@ -108,20 +107,10 @@ def _escapes(ctx, call: ast.Call) -> bool:
 
 
 _HANDLE_READ = re.compile(rb"\.cuda_stream\b")
+pattern_index("cuda_stream_read", _HANDLE_READ, b"cuda_stream")
 
 
 def project_reads_handles(path: str) -> str:
     """``path:line`` of the first read of a stream's ``cuda_stream`` handle in the project of
     ``path`` (FastVideo's ``pynccl.py``: ``cudaStream_t(stream.cuda_stream)``), or ``""``."""
-    root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
-    if not root:
-        return ""
-    for full, line in source_index(root, "cuda_stream_read"):
-        return f"{os.path.relpath(full, root)}:{line}"
-    return ""
-
-
-@source_reader("cuda_stream_read", lambda parts, name: True)
-def _reads_handle_in(full: str, data: bytes) -> tuple[str, int] | None:
-    m = _HANDLE_READ.search(data) if b"cuda_stream" in data else None
-    return (full, data.count(b"\n", 0, m.start()) + 1) if m else None
+    return first_in_project(path, "cuda_stream_read")

@@ -42,13 +42,12 @@ Decided per flag (checked against torch 2.13):
 from __future__ import annotations
 
 import ast
-import os
 import re
 
 from ...io.positions import split_lines
 from ..keyword_args import module_comments
 from ..line_length import DEFAULT_LINE_LENGTH
-from ..project_scan import project_root, source_index, source_reader
+from ..project_scan import first_in_project, pattern_index
 
 _SDP_PARAMS = ("enable_flash", "enable_math", "enable_mem_efficient", "enable_cudnn")
 #: sdp_kernel's own order of appending backends.
@@ -82,22 +81,14 @@ def _other_conv_precision(ctx, assign: ast.Assign):
 
 
 _CONV_TF32_OFF = re.compile(rb"cudnn\.allow_tf32\s*=\s*False\b")
+pattern_index("conv_tf32_off", _CONV_TF32_OFF, b"allow_tf32")
 
 
 def _project_turns_conv_tf32_off(path: str) -> str:
     """``path:line`` of the project's first ``cudnn.allow_tf32 = False`` (FastVideo's parity tests
     and its StableAudio pipeline; a later test module's ``= True`` puts it back in the same pytest
     run), or ``""``."""
-    root = project_root(path) if path and not path.startswith("<") and os.path.isfile(path) else None
-    for full, line in source_index(root, "conv_tf32_off") if root else ():
-        return f"{os.path.relpath(full, root)}:{line}"
-    return ""
-
-
-@source_reader("conv_tf32_off", lambda parts, name: True)
-def _turns_conv_tf32_off_in(full: str, data: bytes) -> tuple[str, int] | None:
-    m = _CONV_TF32_OFF.search(data) if b"allow_tf32" in data else None
-    return (full, data.count(b"\n", 0, m.start()) + 1) if m else None
+    return first_in_project(path, "conv_tf32_off")
 
 
 def _block_of(ctx, stmt):
