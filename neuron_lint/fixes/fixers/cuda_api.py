@@ -219,7 +219,26 @@ def _use_note(ctx, hit, call, target: str) -> str:
         return (f"not rewritten: it is the index of `{named}`, a CUDA device name that stays as it is; "
                 "rewritten alone, Trainium would get a CUDA device named by its own index. Port the "
                 "name and its index together")
+    beside = _ipc_collect_beside(ctx, call) if hit.subject == "torch.cuda.empty_cache" else None
+    if beside is not None:
+        return (f"not rewritten: `torch.cuda.ipc_collect()` beside it (line {beside.lineno}) frees CUDA's "
+                "memory with it and has no device-agnostic form (it raises where CUDA is missing); "
+                "rewritten alone, the pair would still fail on Trainium. Give other devices their own "
+                "branch by hand")
     return ""
+
+
+def _ipc_collect_beside(ctx, call) -> ast.stmt | None:
+    """The ``torch.cuda.ipc_collect()`` statement right before or after the one of ``call`` (the
+    ``torch_gc()`` of ChatGLM's and FastChat's servers, copied into many projects), or None."""
+    stmt = ctx.parent(call) if call is not None else None
+    block = ctx.block_of(stmt) if isinstance(stmt, ast.Expr) and stmt.value is call else None
+    i = next((j for j, s in enumerate(block) if s is stmt), None) if block else None
+    for other in (block[i - 1] if i else None, block[i + 1] if i is not None and i + 1 < len(block) else None):
+        if (isinstance(other, ast.Expr) and isinstance(other.value, ast.Call)
+                and ctx.qualname(other.value.func) == "torch.cuda.ipc_collect"):
+            return other
+    return None
 
 
 class CudaApi:
