@@ -196,7 +196,7 @@ def float64_test(ctx, walked) -> str:
 
 
 #: Statements that leave their block.
-_LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
 def after_stopping_else(ctx, guard: ast.If) -> list:
@@ -205,7 +205,7 @@ def after_stopping_else(ctx, guard: ast.If) -> list:
     earlier arm did). DINO's ``init_distributed_mode``: ``elif torch.cuda.is_available(): ...``
     ``else: sys.exit(1)``, then ``init_process_group(backend="nccl")`` (InternVideo, read set 109)."""
     last = guard.orelse[-1] if guard.orelse else None
-    if last is None or not (isinstance(last, _LEAVING) or stops(last)):
+    if last is None or not (isinstance(last, LEAVING) or stops(last)):
         return []
     top = guard
     while isinstance(up := ctx.parent(top), ast.If) and len(up.orelse) == 1 and up.orelse[0] is top:

@@ -28,6 +28,7 @@ from .guard_reach import (
 )
 from .guard_skips import (
     GENERIC_SKIP_WORDS,
+    LEAVING,
     after_stopping_else,
     float64_test,
     is_skip,
@@ -50,7 +51,6 @@ from .name_words import cuda_keyed, names_gpu, string_picks_gpu
 
 #: Keyword arguments a guard's value may feed without deciding device-specific code.
 HARMLESS_KEYWORDS = frozenset({"pin_memory"})
-_TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _MAP_LOCATION_NOTE = ("on CUDA it gives `map_location=None`, which loads tensors onto the device they were saved "
                       "on: CUDA, for a checkpoint from a GPU, which Trainium does not have (the other arm loads it "
                       "there). Keep the test, or map to the device itself")
@@ -84,7 +84,7 @@ def region_nodes(ctx, node, depth: int = 0, negated: bool = False) -> tuple[list
                 return None, ("the branch it takes without CUDA sets up the CPU path, which Trainium would then "
                               "skip; decide by hand what Trainium needs there")
             rest = list(parent.orelse)
-            if parent.body and (isinstance(parent.body[-1], _TERMINATORS) or stops(parent.body[-1])):
+            if parent.body and (isinstance(parent.body[-1], LEAVING) or stops(parent.body[-1])):
                 block = ctx.block_of(parent) or []
                 i = next((j for j, s in enumerate(block) if s is parent), len(block))
                 rest += block[i + 1:]
