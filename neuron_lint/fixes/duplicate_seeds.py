@@ -86,6 +86,9 @@ def _quiet(node: ast.AST, seed: str) -> bool:
             func = n.func
             if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) not in _QUIET_CALLS:
                 return False
+            if _torch_root(func) and not (func.attr in ("manual_seed", "manual_seed_all") and len(n.args) == 1
+                                          and _seed_key(n.args[0]) == seed):
+                return False  # torch's own `seed()`, or a seeding with another seed, changes the generators
         elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             if any(ast.dump(t) == seed.replace("Load()", "Store()") for t in targets):
@@ -93,6 +96,13 @@ def _quiet(node: ast.AST, seed: str) -> bool:
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.While, ast.With)):
             return False
     return True
+
+
+def _torch_root(func: ast.expr) -> bool:
+    """Is ``func`` written as an attribute of ``torch`` (``torch.cuda.seed``, ``torch.manual_seed``)?"""
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return isinstance(func, ast.Name) and func.id == "torch"
 
 
 def _seed_guard(ctx, stmt: ast.stmt) -> ast.If | None:
