@@ -77,6 +77,32 @@ def test_a_change_of_the_projects_line_length_is_seen(proj):
     assert c.hits == 0  # every file of the project keeps within the new length
 
 
+PARITY = "import torch\n\n\ndef test_parity():\n    torch.backends.cudnn.allow_tf32 = True\n    assert torch.ones(2).sum() == 2\n"
+EXACT = "import torch\n\n\ndef test_exact():\n    torch.backends.cudnn.allow_tf32 = False\n"
+
+
+def test_a_change_elsewhere_in_the_project_is_seen(proj):
+    # the fix offered in one file can depend on another: a module of the project that turns TF32 off
+    # keeps the other's `allow_tf32 = True`. A result cached before that module was written offered
+    # the removal that `fix` then declines
+    from neuron_lint.fixes.project_scan import clear_source_indexes
+
+    (proj / "src" / "test_parity.py").write_text(PARITY)
+    settings = Settings(select=("NRN209",), unsafe_fixes=True, fix_edits=True)
+
+    def offered(result):
+        return [f.fix is not None for f in result.findings if Path(f.path).name == "test_parity.py"]
+
+    clear_source_indexes()
+    assert offered(run(settings)[0]) == [True]
+    (proj / "src" / "test_exact.py").write_text(EXACT)
+    clear_source_indexes()  # a new run reads the project afresh (one process here)
+    assert offered(run(settings)[0]) == [False]
+    clear_source_indexes()
+    third, c = run(settings)
+    assert offered(third) == [False] and (c.hits, c.misses) == (4, 0)  # nothing changed: all four from the cache
+
+
 def test_any_new_setting_is_part_of_the_key():
     """Settings added later (noqa, config, ...) change the key without anyone remembering to add them."""
     import dataclasses

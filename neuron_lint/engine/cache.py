@@ -329,8 +329,9 @@ class Cache:
     def get(self, key: str):
         """``(result, lookups)`` stored under ``key``, or None.
 
-        ``lookups`` are the (file, package, answer) file-system questions the result depended on;
-        the caller re-asks them before trusting the result.
+        ``lookups`` are the file-system questions the result depended on (a package lookup, a project
+        read as a whole: :mod:`~neuron_lint.engine.project_facts`); the caller re-asks them before
+        trusting the result.
         """
         try:
             if not self.enabled:

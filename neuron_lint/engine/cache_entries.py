@@ -123,5 +123,5 @@ def decode_entry(payload: bytes):
     if type(entry) is not dict or "result" not in entry or not entry.keys() <= {"result", "lookups"}:
         raise Invalid("not an entry")
     result = _build(CheckResult, entry["result"])
-    lookups = _build(list[tuple[str, str, bool]], entry.get("lookups", []))
+    lookups = _build(list[tuple[str, str, bool] | tuple[str, str]], entry.get("lookups", []))
     return result, lookups

@@ -1,19 +1,23 @@
 """Facts about the project around a checked file, read from the file system.
 
 Whether ``import mamba_ssm`` is the project's own package depends on the folders around the file,
-not only on its bytes; a cached result records the questions asked here (see :func:`recorded_lookups`
-and the runner) and stays valid while they get the same answers.
+not only on its bytes; nor do the fixes planned in a file depend on it alone, where they read the
+whole project (another module asks for NCCL by name, reads a stream handle, turns TF32 off). A
+cached result records the questions asked here (see :func:`recorded_lookups` and the runner) and
+stays valid while they get the same answers: ``(file, package, answer)`` for a package lookup,
+``(project root, fingerprint)`` for a project read as a whole (:func:`project_fingerprint`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Iterator
 
-_recording: list[list[tuple[str, str, bool]]] = []
+_recording: list[list[tuple]] = []
 
 
 @lru_cache(maxsize=4096)
@@ -36,8 +40,9 @@ def _provides(root: str, name: str) -> bool:
 
 
 @contextmanager
-def recorded_lookups() -> Iterator[list[tuple[str, str, bool]]]:
-    """Collect the (file, package, answer) questions asked of the disk inside the block.
+def recorded_lookups() -> Iterator[list[tuple]]:
+    """Collect the questions asked of the disk inside the block: ``(file, package, answer)`` and
+    ``(project root, fingerprint)``.
 
     A cached result stays valid only while the same questions get the same answers (see runner).
     """
@@ -65,6 +70,57 @@ def is_local_package(path: str, top: str) -> bool:
         return answer
     except (OSError, ValueError):
         return False
+
+
+def project_read(root: str) -> None:
+    """Record that what is being worked out reads the project at ``root`` as a whole: a cached result
+    holds only while the project's files stay as they were (:func:`project_fingerprint`)."""
+    if _recording:
+        fingerprint = project_fingerprint(root)
+        for lookups in _recording:
+            if (root, fingerprint) not in lookups:
+                lookups.append((root, fingerprint))
+
+
+#: The files whose changes make a project read as a whole read differently: its sources, the YAML
+#: configurations that name its modules, its manifests.
+_PROJECT_SUFFIXES = (".py", ".yaml", ".yml", ".toml", ".cfg", ".txt")
+#: Folders no whole-project read looks into (nor hidden ones, nor virtual environments).
+NOT_PROJECT_FOLDERS = {"node_modules", "site-packages", "__pycache__", "build", "dist", "venv", "env"}
+_MAX_FINGERPRINTED = 20_000
+_FINGERPRINTS: dict[str, str] = {}
+
+
+def project_fingerprint(root: str) -> str:
+    """A hash of the path, size and modification time of the files under ``root`` a whole-project
+    read may look at (:data:`_PROJECT_SUFFIXES`; hidden and build folders left out, as the reads leave
+    them). Worked out once per run and root (:func:`forget_projects` starts a run)."""
+    found = _FINGERPRINTS.get(root)
+    if found is None:
+        h = hashlib.blake2b(digest_size=16)
+        seen = 0
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in NOT_PROJECT_FOLDERS and "venv" not in d)
+            for name in sorted(files):
+                if not name.endswith(_PROJECT_SUFFIXES):
+                    continue
+                seen += 1
+                if seen > _MAX_FINGERPRINTED:
+                    break
+                full = os.path.join(folder, name)
+                try:
+                    st = os.stat(full)
+                except OSError:
+                    continue
+                h.update(f"{os.path.relpath(full, root)}\0{st.st_size}\0{st.st_mtime_ns}\n"
+                         .encode("utf-8", "surrogateescape"))
+        found = _FINGERPRINTS[root] = h.hexdigest()
+    return found
+
+
+def forget_projects() -> None:
+    """Forget the projects' fingerprints: a new run looks at the disk again."""
+    _FINGERPRINTS.clear()
 
 
 _CUDA_SETUP: dict[str, bool] = {}

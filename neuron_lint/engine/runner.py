@@ -129,9 +129,10 @@ def _still_valid(lookups) -> bool:
     """Do the file-system answers a cached result relied on still hold?"""
     if not lookups:
         return True
-    from .project_facts import is_local_package
+    from .project_facts import is_local_package, project_fingerprint
 
-    return all(is_local_package(path, top) == answer for path, top, answer in lookups)
+    return all(is_local_package(*asked[:2]) == asked[2] if len(asked) == 3 else project_fingerprint(asked[0]) == asked[1]
+               for asked in lookups)
 
 
 def _check_batch(items: list) -> list[tuple[int, CheckResult]]:
@@ -167,6 +168,9 @@ def run(
 
     if known:
         from .pipeline import display_path
+    from .project_facts import forget_projects
+
+    forget_projects()  # the projects read as a whole are looked at again, once, in this run
 
     results: dict[int, CheckResult] = {}
     pending: list[tuple] = []  # (order, path, cache key, stat signature, size)

@@ -38,15 +38,26 @@ def _submodule_forward(ctx, cls: ast.ClassDef, attr: str):
     """The ``forward`` of the module's own class that ``cls`` keeps an instance of in ``self.<attr>``
     (Qwen's ``self.core_attention_flash = FlashSelfAttention(...)``, called as
     ``self.core_attention_flash(q, k, v)``), when every such assignment makes one of that class."""
-    made = {n.value.func.id for n in ast.walk(cls) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-            and isinstance(n.value.func, ast.Name)
-            and any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
-                    and t.value.id == "self" for t in n.targets)}
+    made = _made_in(ctx, cls).get(attr, ())
     if len(made) != 1:
         return None
     made_by = next(iter(made))
     owner = next((s for s in ctx.tree.body if isinstance(s, ast.ClassDef) and s.name == made_by), None)
     return _defined(owner.body, "forward") if owner is not None else None
+
+
+def _made_in(ctx, cls: ast.ClassDef) -> dict[str, set[str]]:
+    """For each ``self.<attr> = Name(...)`` in ``cls``: the names called to make ``attr``. Kept per class."""
+    memo = ctx.__dict__.setdefault("_nrn_made_in", {})
+    made = memo.get(id(cls))
+    if made is None:
+        made = memo[id(cls)] = {}
+        for n in ctx.walk(cls):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name):
+                for t in n.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        made.setdefault(t.attr, set()).add(n.value.func.id)
+    return made
 
 
 def _defined(body, name: str):

@@ -18,20 +18,26 @@ import os
 import re
 from typing import Any, Callable, Iterator
 
+from ..engine.project_facts import NOT_PROJECT_FOLDERS, project_read
+
 #: What marks a project's own root (or the repository's): nothing above it decides for it.
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
-_SKIPPED = {"node_modules", "site-packages", "__pycache__", "build", "dist", "venv", "env"}
 MAX_FILES = 20_000  # a bound on the scan of a huge tree
 MAX_BYTES = 2 * 1024 * 1024  # files larger than this are not read
 
 
 def project_root(path: str) -> str | None:
-    """The nearest folder up from ``path`` that holds a project marker, or None."""
+    """The nearest folder up from ``path`` that holds a project marker, or None. Whatever asks for it
+    reads the project as a whole, so a cached result that did holds while the project's files stay
+    as they were (:func:`~neuron_lint.engine.project_facts.project_read`)."""
     try:
         folder = os.path.dirname(os.path.abspath(path))
     except (OSError, ValueError):
         return None
-    return _root_of(folder)
+    root = _root_of(folder)
+    if root is not None:
+        project_read(root)
+    return root
 
 
 @functools.lru_cache(maxsize=256)
@@ -79,7 +85,7 @@ def project_files(root: str, suffixes: tuple[str, ...], wanted: Callable[[tuple[
     :func:`python_files` reads them."""
     seen = 0
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED and "venv" not in d)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in NOT_PROJECT_FOLDERS and "venv" not in d)
         parts = tuple(os.path.relpath(folder, root).split(os.sep))
         for name in sorted(files):
             if not name.endswith(suffixes) or (wanted is not None and not wanted(parts, name)):
@@ -133,12 +139,25 @@ def source_reader(name: str, wanted: Callable[[tuple[str, ...], str], bool]) -> 
 
 def source_index(root: str, name: str) -> tuple:
     """What the reader registered as ``name`` kept of each Python file of the project at ``root``
-    it wants, in the files' order: one walk and one read of the files serves every index."""
-    return _source_index(root, tuple(_SOURCE_READERS))[name]
+    it wants, in the files' order: one walk and one read of the files serves every index registered
+    so far; a reader registered later (its module imported later in the run) gets one more walk, for
+    the readers still missing only."""
+    indexes = _INDEXES.get(root)
+    if indexes is None:
+        if len(_INDEXES) >= _KEPT_ROOTS:
+            _INDEXES.pop(next(iter(_INDEXES)))
+        indexes = _INDEXES[root] = {}
+    if name not in indexes:
+        indexes.update(_read_indexes(root, [n for n in _SOURCE_READERS if n not in indexes]))
+    return indexes[name]
 
 
-@functools.lru_cache(maxsize=16)
-def _source_index(root: str, names: tuple[str, ...]) -> dict[str, tuple]:
+#: Each project's indexes, by its root (the oldest root is forgotten first).
+_INDEXES: dict[str, dict[str, tuple]] = {}
+_KEPT_ROOTS = 16
+
+
+def _read_indexes(root: str, names: list[str]) -> dict[str, tuple]:
     readers = [(name, *_SOURCE_READERS[name]) for name in names]
     found: dict[str, list] = {name: [] for name in names}
     for path, data in python_files(root):
@@ -154,7 +173,7 @@ def _source_index(root: str, names: tuple[str, ...]) -> dict[str, tuple]:
 
 def clear_source_indexes() -> None:
     """Forget every project's indexes (tests that change a project's files)."""
-    _source_index.cache_clear()
+    _INDEXES.clear()
 
 
 def pattern_index(name: str, pattern: "re.Pattern[bytes]", first: bytes) -> None:
