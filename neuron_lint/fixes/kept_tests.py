@@ -68,8 +68,9 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
         return next((s for s in spans if _within(f, s)), None)
 
     out = []
-    for f in findings:
+    for f, node in zip(findings, nodes):
         inside = f.fix is not None and f.code.startswith("NRN2") and next((a for a in areas if _within(f, a)), None)
+        stored = f.fix is not None and not inside and _stored_for(ctx, f, node, areas)
         beside = f.fix is not None and not inside and f.code in _PLACING and held(f, scopes)
         group = f.fix is not None and not inside and not beside and _sets_up_group(f) and held(f, wrapping)
         if inside:
@@ -77,6 +78,12 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
                 f"not rewritten: it runs only where `{inside[5]}` (line {inside[4]}) holds, and that test stays as it "
                 "is: rewritten alone, it would change nothing on CUDA and never run on Trainium. Port the test and "
                 "this code together"))
+        elif stored:
+            area, name = stored
+            f = replace(f, fix=None, fix_note=(
+                f"not rewritten: it is stored in `{name}`, read only where `{area[5]}` (line {area[4]}) holds, and that "
+                "test stays as it is: rewritten alone, it would change nothing on CUDA and never reach Trainium. Port "
+                "the test and this value together"))
         elif beside:
             f = replace(f, fix=None, fix_note=(
                 f"not rewritten: `{beside[5]}` (line {beside[4]}) stays as it is, so on Trainium what it places stays on "
@@ -88,6 +95,38 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
                 "Trainium's ranks would each train a copy of their own, unwrapped. Port them together"))
         out.append(f)
     return out
+
+
+def _stored_for(ctx, f, node, areas: list) -> tuple | None:
+    """``(area, name)``: the area of a kept test where the device string at ``node``, stored in a name by a statement of
+    its own, is read, when it is read nowhere else: seed-vc's ``cuda_target = f"cuda:{args.gpu}" if
+    args.gpu else "cuda"`` before ``if torch.cuda.is_available(): device = torch.device(cuda_target)``,
+    kept for the project's CUDA operators (read set 115). Rewritten alone, the name would never reach
+    Trainium."""
+    if f.code not in _STORED or node is None:
+        return None
+    stmt = ctx.parent(node)
+    while stmt is not None and not isinstance(stmt, ast.stmt):
+        stmt = ctx.parent(stmt)
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return None
+    name = stmt.targets[0].id
+    reads = [n for n in ctx.walk(ctx.enclosing_function(stmt) or ctx.tree)
+             if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    if not reads:
+        return None
+    held = set()
+    for n in reads:
+        line, col = n.lineno, n.col_offset
+        area = next((a for a in areas if (a[0], a[1]) <= (line, col) <= (a[2], a[3])), None)
+        if area is None:
+            return None
+        held.add(area)
+    return (next(iter(held)), name) if len(held) == 1 else None
+
+
+#: The device strings whose value may be stored in a name for the code a kept test decides.
+_STORED = ("NRN202", "NRN213")
 
 
 def _wraps_ddp(f) -> bool:
