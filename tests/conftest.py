@@ -43,9 +43,9 @@ def cli():
 def write_project(root: Path, files: dict[str, str]) -> Path:
     """A project at ``root`` that declares torch 2.8, with ``files`` (relative path -> text) written
     into it; the project-wide indexes some fixes read are forgotten first. Returns ``root``."""
-    from neuron_lint.fixes.project_scan import clear_source_indexes
+    from neuron_lint.fixes.project_scan import forget_project_reads
 
-    clear_source_indexes()
+    forget_project_reads()
     (root / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.8"]\n')
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

@@ -85,7 +85,7 @@ def test_a_change_elsewhere_in_the_project_is_seen(proj):
     # the fix offered in one file can depend on another: a module of the project that turns TF32 off
     # keeps the other's `allow_tf32 = True`. A result cached before that module was written offered
     # the removal that `fix` then declines
-    from neuron_lint.fixes.project_scan import clear_source_indexes
+    from neuron_lint.fixes.project_scan import forget_project_reads
 
     (proj / "src" / "test_parity.py").write_text(PARITY)
     settings = Settings(select=("NRN209",), unsafe_fixes=True, fix_edits=True)
@@ -93,12 +93,12 @@ def test_a_change_elsewhere_in_the_project_is_seen(proj):
     def offered(result):
         return [f.fix is not None for f in result.findings if Path(f.path).name == "test_parity.py"]
 
-    clear_source_indexes()
+    forget_project_reads()
     assert offered(run(settings)[0]) == [True]
     (proj / "src" / "test_exact.py").write_text(EXACT)
-    clear_source_indexes()  # a new run reads the project afresh (one process here)
+    forget_project_reads()  # a new run reads the project afresh (one process here)
     assert offered(run(settings)[0]) == [False]
-    clear_source_indexes()
+    forget_project_reads()
     third, c = run(settings)
     assert offered(third) == [False] and (c.hits, c.misses) == (4, 0)  # nothing changed: all four from the cache
 

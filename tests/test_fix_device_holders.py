@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from neuron_lint.config.settings import Settings
 from neuron_lint.fixes.apply import fix_text
-from neuron_lint.fixes.project_scan import clear_source_indexes
+from neuron_lint.fixes.project_scan import forget_project_reads
 
 SETTINGS = Settings(select=("NRN2",), unsafe_fixes=True, min_torch="2.13")
 MODEL = '''import torch
@@ -41,7 +41,7 @@ def _project(tmp_path, entry: str | None):
         (tmp_path / "entry.py").write_text(entry)
     path = tmp_path / "model.py"
     path.write_text(MODEL)
-    clear_source_indexes()
+    forget_project_reads()
     return str(path)
 
 

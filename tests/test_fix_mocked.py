@@ -96,10 +96,10 @@ def test_a_call_the_tests_replace_by_its_dotted_name_keeps_its_arguments(tmp_pat
         "@patch(\n    \"pkg.parallelism.DDP\"\n)\ndef test_wrap(ddp):\n    wrap(\"m\", 2, \"nccl\")\n"
         "    ddp.assert_called_once_with(\"m\", device_ids=[2], output_device=2)\n")
     from neuron_lint.fixes.mocked import _read_tests
-    from neuron_lint.fixes.project_scan import clear_source_indexes
+    from neuron_lint.fixes.project_scan import forget_project_reads
 
     _read_tests.cache_clear()
-    clear_source_indexes()
+    forget_project_reads()
     assert fix_text(WRAPPER, str(path), settings).text == WRAPPER
     (note,) = [f.fix_note for f in check_source(WRAPPER, str(path), settings)]
     assert "tests replace `DDP`" in note
@@ -134,10 +134,10 @@ def test_a_class_the_tests_build_from_a_config_keeps_the_calls_they_replace(tmp_
     hooks.write_text(HOOK)
     (tmp_path / "tests" / "test_hooks.py").write_text(HOOK_TESTS)
     from neuron_lint.fixes.mocked import _read_tests
-    from neuron_lint.fixes.project_scan import clear_source_indexes
+    from neuron_lint.fixes.project_scan import forget_project_reads
 
     _read_tests.cache_clear()
-    clear_source_indexes()
+    forget_project_reads()
     fixed = fix_text(HOOK, str(hooks), Settings(select=("NRN203",), min_torch="2.9")).text
     kept, other = fixed.split("class OtherHook")
     assert "torch.cuda.empty_cache()" in kept and "torch.cuda.is_available()" in kept

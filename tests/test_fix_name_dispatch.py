@@ -90,9 +90,9 @@ def test_a_device_string_reaching_a_table_looked_up_by_device_type_without_neuro
     assert any("`thresholds` (matcher/model.py:2)" in (f.fix_note or "") for f in result.remaining)
     # with a `neuron` entry the table is no obstacle
     (package / "model.py").write_text((package / "model.py").read_text().replace("'cuda': 1024", "'cuda': 1024, 'neuron': 1024"))
-    from neuron_lint.fixes.project_scan import clear_source_indexes
+    from neuron_lint.fixes.project_scan import forget_project_reads
 
-    clear_source_indexes()
+    forget_project_reads()
     assert "torch.cuda" not in fix_text(script, str(path), SETTINGS).text
 
 
@@ -120,13 +120,13 @@ def test_a_device_string_reaching_a_project_check_that_lists_the_names_it_accept
     # LLaMA2-Accessory (read set 102): `default_tensor_type` asserts its device is "cpu" or "cuda";
     # the loader's default and the demos' "cuda", rewritten to the current device's name, failed
     # that assertion on Trainium for every model load
-    from neuron_lint.fixes.project_scan import clear_source_indexes
+    from neuron_lint.fixes.project_scan import forget_project_reads
 
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "tensor_type.py").write_text(ALLOW_LIST)
     path = tmp_path / "loader.py"
     path.write_text(LOADER)
-    clear_source_indexes()
+    forget_project_reads()
     result = fix_text(LOADER, str(path), SETTINGS)
     assert result.text == LOADER
     assert any("`default_tensor_type` (tensor_type.py:5)" in (f.fix_note or "") for f in result.remaining)
@@ -135,11 +135,11 @@ def test_a_device_string_reaching_a_project_check_that_lists_the_names_it_accept
                                  '        if device not in ("cpu", "cuda"):\n'
                                  '            raise ValueError(device)\n')
     (tmp_path / "tensor_type.py").write_text(raising)
-    clear_source_indexes()
+    forget_project_reads()
     assert fix_text(LOADER, str(path), SETTINGS).text == LOADER
     # once the list holds `neuron`, the device default is rewritten
     (tmp_path / "tensor_type.py").write_text(ALLOW_LIST.replace('"cuda"]', '"cuda", "neuron"]'))
-    clear_source_indexes()
+    forget_project_reads()
     assert '"cuda"' not in fix_text(LOADER, str(path), SETTINGS).text
 
 
@@ -170,12 +170,12 @@ def test_a_function_refusing_other_device_names_holds_only_the_modules_that_impo
     # gorilla's CLI (read set 103): `load_model` raises for any device but "cpu" and "cuda", so the
     # option's default stays CUDA's there; another module of the project calling a `load_model` of
     # its own (LLaMA-Adapter's finetuning script) is rewritten as before
-    from neuron_lint.fixes.project_scan import clear_source_indexes
+    from neuron_lint.fixes.project_scan import forget_project_reads
 
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "serve.py").write_text(REFUSING)
     (tmp_path / "other.py").write_text("def load_model(path, device):\n    return path, device\n")
-    clear_source_indexes()
+    forget_project_reads()
     held, freed = CLI.format(module="serve"), CLI.format(module="other")
     (tmp_path / "cli.py").write_text(held)
     result = fix_text(held, str(tmp_path / "cli.py"), SETTINGS)

@@ -414,8 +414,8 @@ def test_a_package_choosing_its_device_with_a_cuda_only_select_device_keeps_its_
     (package / "utils" / "torch_utils.py").write_text(SELECT_DEVICE.replace(
         'if device in ("", "cpu", "mps"):', 'if device == "neuron":\n        return torch.device("neuron")\n'
         '    if device in ("", "cpu", "mps"):'))
-    from neuron_lint.fixes.project_scan import clear_source_indexes
+    from neuron_lint.fixes.project_scan import forget_project_reads
 
-    clear_source_indexes()
+    forget_project_reads()
     assert "torch.accelerator.device_count()" in fix_text(trainer, path, SETTINGS).text
 

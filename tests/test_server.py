@@ -228,6 +228,9 @@ def server(workspace):
                 client.proc.kill()
 
 
+PARITY = "import torch\n\n\ndef test_parity():\n    torch.backends.cudnn.allow_tf32 = True\n    assert torch.ones(2).sum() == 2\n"
+
+
 def one(diagnostics: list[dict], code: str) -> dict:
     found = [d for d in diagnostics if d.get("code") == code]
     assert len(found) == 1, diagnostics
@@ -346,6 +349,28 @@ def test_config_change_drops_the_cached_settings(server, workspace):
     since = server.mark()
     server.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": config.as_uri(), "type": 1}]})
     assert server.diagnostics(uri, since) == []
+
+
+def test_saving_a_module_refreshes_what_other_fixes_read_of_the_project(server, workspace):
+    # `allow_tf32 = True` in one test module is removed (unsafe) unless another module of the project
+    # turns TF32 off: saving such a module changes the fixes offered in the first
+    folder = workspace / "unsafe" / "tf32"
+    folder.mkdir()
+    parity = folder / "test_parity.py"
+    parity.write_text(PARITY)
+    uri, diagnostics = server.open(parity, PARITY)
+    rng = one(diagnostics, "NRN209")["range"]
+
+    def offered():
+        return [a["title"] for a in server.actions(uri, rng) if a["title"].startswith("Fix NRN209:")]
+
+    assert offered()
+    exact = folder / "test_exact.py"
+    exact.write_text(PARITY.replace("True", "False"))
+    since = server.mark()
+    server.notify("textDocument/didSave", {"textDocument": {"uri": exact.as_uri()}})
+    assert server.diagnostics(uri, since)  # the open module is checked again
+    assert not offered()
 
 
 def test_excluded_files_get_nothing_and_a_broken_config_is_said_once(server, workspace):

@@ -24,9 +24,8 @@ import ast
 import os
 import re
 import sys
-from functools import lru_cache
 
-from .project_scan import project_root, source_index, source_reader
+from .project_scan import project_memo, project_root, source_index, source_reader
 
 _BY_NAME = re.compile(r"""["']torch\.cuda\.(\w+)["']""")  # mock.patch("torch.cuda.is_available")
 _BY_OBJECT = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']""")  # monkeypatch.setattr(torch.cuda, "device_count", ...)
@@ -89,7 +88,7 @@ def _scan(root: str) -> tuple[frozenset[str], frozenset[str]]:
     return _read_tests(root)[:2]
 
 
-@lru_cache(maxsize=32)
+@project_memo(32)
 def _read_tests(root: str) -> tuple[frozenset[str], frozenset[str], frozenset[tuple[str, str]]]:
     """The project's tests, read once: the ``torch.cuda`` functions they replace, the names the
     modules doing so use, and the ``(module, name)`` targets they patch by dotted name."""

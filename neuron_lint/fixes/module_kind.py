@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-import functools
 import os
 import re
 
-from .project_scan import per_file_version, source_index, source_reader
+from .project_scan import per_file_version, project_memo, source_index, source_reader
 
 
 def is_str(node, *values) -> bool:
@@ -316,7 +315,7 @@ def _search_stems(importer: str, root: str, module: str) -> list[str]:
     return [os.path.join(base, *module.split(".")) for base in search_bases(importer, root)]
 
 
-@functools.lru_cache(maxsize=16)
+@project_memo(16)
 def _imported_names(root: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """The last part of every module name the project's modules (not its tests) import, and the
     names of ``from . import ...``, each with the files that import it and the dotted name written."""

@@ -18,11 +18,10 @@ so that they do not match themselves.)
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 
-from .project_scan import project_root, python_files
+from .project_scan import project_memo, project_root, python_files
 
 _EVIDENCE = re.compile(rb"\bis_\w*neuron\w*_available\b|\bMULTI_NEU" rb"RON\b|\btorch\.neu" rb"ron\.\w+")
 
@@ -35,7 +34,7 @@ def native_neuron_evidence(path: str) -> str:
     return _scan(root) if root else ""
 
 
-@functools.lru_cache(maxsize=32)
+@project_memo(32)
 def native_neuron_note(path: str) -> str:
     """Why the legacy-XLA code of the project around ``path`` stays (the note), or ``""``."""
     evidence = native_neuron_evidence(path)

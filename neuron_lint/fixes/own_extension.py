@@ -16,7 +16,6 @@ accelerator and into those operators. Read once per project.
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import re
 
@@ -32,6 +31,7 @@ from .module_kind import (
 from .project_scan import (
     MAX_BYTES,
     per_file_version,
+    project_memo,
     project_root,
     python_files,
     source_index,
@@ -44,7 +44,7 @@ _CUDA_SOURCE = re.compile(rb"""\.cu['"]""")
 _CUDA_FILE = re.compile(r"[\w/.-]{1,200}\.cu")
 
 
-@functools.lru_cache(maxsize=64)
+@project_memo(64)
 def _built_by(root: str) -> str:
     found = _BUILDS.search(_read(os.path.join(root, "setup.py")))
     if found:
@@ -61,7 +61,7 @@ def _built_by(root: str) -> str:
 _FFI = re.compile(rb"\btorch\.utils\.ffi\b")
 
 
-@functools.lru_cache(maxsize=64)
+@project_memo(64)
 def _ffi_builds(root: str) -> tuple[tuple[str, str, str], ...]:
     """The project's ``torch.utils.ffi.create_extension(NAME, ...)`` calls (PyTorch 0.4's C
     extensions, CUDA kernels linked in): (build file, its folder, NAME)."""
@@ -119,7 +119,7 @@ def _ffi_modules(root: str) -> dict[str, str]:
     return found
 
 
-@functools.lru_cache(maxsize=64)
+@project_memo(64)
 def _setups(root: str) -> list[tuple[str, bytes]]:
     """The ``setup.py`` files of the project (its own and those of folders below it) that build
     extensions with ``torch.utils.cpp_extension``: (folder, text)."""
@@ -136,7 +136,7 @@ def _vendors_cuda_library(folder: str) -> bool:
     return any(os.path.isfile(os.path.join(folder, name, "__init__.py")) for name in _VENDORED_CUDA_LIBRARIES)
 
 
-@functools.lru_cache(maxsize=64)
+@project_memo(64)
 def _installed_subprojects(root: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """The folders below the root with a ``setup.py`` building extensions whose package the project
     imports (stable-fast-3d's ``texture_baker/``, installed with ``pip install texture_baker/``: its
@@ -169,7 +169,7 @@ def _top_folder(file: str, root: str) -> str:
     return parts[0] if len(parts) > 1 else ""
 
 
-@functools.lru_cache(maxsize=64)
+@project_memo(64)
 def _extension_modules(root: str) -> frozenset[str]:
     """The top-level extension modules the project's setup.py files build by name
     (``CUDAExtension("swin_window_process", ...)``; Mask2Former's ``MultiScaleDeformableAttention``):
@@ -223,7 +223,7 @@ def _imports_extension(data: bytes, names: frozenset[str]) -> str:
     return ""
 
 
-@functools.lru_cache(maxsize=64)
+@project_memo(64)
 def _compiling_modules(root: str) -> dict[str, str]:
     """The project's modules that compile CUDA sources with ``cpp_extension`` when imported (their
     absolute paths), each with the first ``.cu`` file it names. A setup.py below the root builds a
@@ -240,7 +240,7 @@ def _compiling_module(file: str, data: bytes) -> tuple[str, str] | None:
     return (os.path.abspath(file), source) if source else None
 
 
-@functools.lru_cache(maxsize=64)
+@project_memo(64)
 def _kernel_modules(root: str) -> dict[str, str]:
     """The modules that load the project's kernels, each as the note names what it loads: those of
     :func:`_compiling_modules`, and those importing an extension module a setup.py of the project

@@ -171,9 +171,26 @@ def _read_indexes(root: str, names: list[str]) -> dict[str, tuple]:
     return {name: tuple(kept) for name, kept in found.items()}
 
 
-def clear_source_indexes() -> None:
-    """Forget every project's indexes (tests that change a project's files)."""
+#: The memos of what was read of a project as a whole (:func:`project_memo`).
+_PROJECT_MEMOS: list = []
+
+
+def project_memo(maxsize: int) -> Callable:
+    """``functools.lru_cache(maxsize)`` for a function that reads a project as a whole: forgotten,
+    with the indexes, by :func:`forget_project_reads`."""
+    def wrap(read: Callable) -> Callable:
+        memo = functools.lru_cache(maxsize=maxsize)(read)
+        _PROJECT_MEMOS.append(memo)
+        return memo
+    return wrap
+
+
+def forget_project_reads() -> None:
+    """Forget what was read of every project (its indexes and memos): a project file changed (the
+    language server, on a save) or a test wrote one."""
     _INDEXES.clear()
+    for memo in _PROJECT_MEMOS:
+        memo.cache_clear()
 
 
 def pattern_index(name: str, pattern: "re.Pattern[bytes]", first: bytes) -> None:

@@ -84,7 +84,7 @@ class Engine:
 
         doc_settings = self.settings.for_path(unit.path, self.root)
         view = view_of(unit, self.encoding)
-        result = Analysis(unit, view, doc_settings, engine_path(unit.path, doc_settings, unit.key), with_fixes)
+        result = Analysis(unit, view, doc_settings, engine_path(unit.path, unit.key), with_fixes)
         if is_excluded(unit.path, doc_settings):
             result.skipped = "excluded by the configuration's exclude patterns"
             return result

@@ -108,9 +108,18 @@ class NeuronLintServer(LanguageServer):
         self.recheck_all()
 
     def note_saved_or_changed_file(self, path: str | None) -> bool:
-        """A file was saved or changed on disk; True if it was a configuration file (all rechecked)."""
+        """A file was saved or changed on disk; True if every open document is being checked again: a
+        configuration file changed, or a Python file (or a YAML configuration naming modules) that may
+        change what other modules' fixes read of the project as a whole (another module asks for NCCL
+        by name, turns TF32 off): those reads start afresh."""
         if is_config_file(path):
             self.settings_changed()
+            return True
+        if path and path.endswith((".py", ".yaml", ".yml")):
+            from ..fixes.project_scan import forget_project_reads
+
+            forget_project_reads()
+            self.recheck_all()
             return True
         return False
 

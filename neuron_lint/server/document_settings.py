@@ -128,12 +128,18 @@ def _resolve(folder: str) -> DocumentSettings:
     return DocumentSettings(resolved.settings, resolved.config_file, line_length_of(folder), error)
 
 
-def engine_path(path: str | None, settings: DocumentSettings, uri: str) -> str:
-    """The path the engine is given for a document: relative to its configuration file's folder when
-    it lies under it (as ``neuron-lint check`` run there names it: ``per-file-ignores`` see the same
-    path), else absolute; for a document without a file, its URI's last part."""
+def engine_path(path: str | None, uri: str) -> str:
+    """The path the engine is given for a document: its file's absolute path (``per-file-ignores``
+    match it as they match ``neuron-lint check``'s, and what the fixes read of the file's folders
+    and project is found from it whatever the server's working folder); for a document without a
+    file, its URI's last part."""
     if not path:
         return uri.rsplit("/", 1)[-1] or "untitled.py"
+    return os.path.abspath(path)
+
+
+def _config_relative(path: str, settings: DocumentSettings) -> str:
+    """``path`` relative to its configuration file's folder when it lies under it, else absolute."""
     path = os.path.abspath(path)
     if settings.config_file is not None:
         base = os.path.dirname(os.path.abspath(settings.config_file))
@@ -152,5 +158,5 @@ def is_excluded(path: str | None, settings: DocumentSettings) -> bool:
     if not path or not (settings.settings.exclude or settings.settings.extend_exclude):
         return False
     globs = settings.settings.exclude_globs()
-    rel = Path(engine_path(path, settings, ""))
+    rel = Path(_config_relative(path, settings))
     return any(globs.match(p) for p in (rel, *rel.parents) if p.name)

@@ -9,9 +9,9 @@ raised ``TypeError`` on CUDA).
 from __future__ import annotations
 
 import ast
-import functools
 
 from ..device_holders import held_device_note
+from ..project_scan import project_memo
 from ..name_words import name_words
 
 _INDEX_WORDS = ("rank", "idx", "index", "gpu", "_id", "ordinal")
@@ -181,7 +181,7 @@ def _own_mover(ctx, call) -> str:
     return f"{cls.name}.{sorted(own)[-1]}" if own else ""
 
 
-@functools.lru_cache(maxsize=16)
+@project_memo(16)
 def _classes_with_own_cuda(root: str) -> frozenset[str]:
     """The project's classes that define their own ``cuda(self, ...)`` doing more than
     ``return self.to(...)`` (InstantID's pipelines: ``cuda(self, dtype=torch.float16,
