@@ -15,7 +15,7 @@ import os
 import re
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Iterator
+from typing import Callable, Iterator
 
 _recording: list[list[tuple]] = []
 
@@ -87,33 +87,42 @@ def project_read(root: str) -> None:
 _PROJECT_SUFFIXES = (".py", ".yaml", ".yml", ".toml", ".cfg", ".txt")
 #: Folders no whole-project read looks into (nor hidden ones, nor virtual environments).
 NOT_PROJECT_FOLDERS = {"node_modules", "site-packages", "__pycache__", "build", "dist", "venv", "env"}
-_MAX_FINGERPRINTED = 20_000
+#: A bound on the files one whole-project read looks at (a huge tree).
+MAX_PROJECT_FILES = 20_000
 _FINGERPRINTS: dict[str, str] = {}
+
+
+def walk_project(root: str, suffixes: tuple[str, ...],
+                 wanted: Callable[[tuple[str, ...], str], bool] | None = None) -> Iterator[str]:
+    """The paths of the files under ``root`` whose names end in one of ``suffixes`` (and for which
+    ``wanted(folder parts relative to root, name)`` holds), in a fixed order, hidden folders, virtual
+    environments and build output left out, at most :data:`MAX_PROJECT_FILES` of them."""
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in NOT_PROJECT_FOLDERS and "venv" not in d)
+        parts = tuple(os.path.relpath(folder, root).split(os.sep))
+        for name in sorted(files):
+            if not name.endswith(suffixes) or (wanted is not None and not wanted(parts, name)):
+                continue
+            seen += 1
+            if seen > MAX_PROJECT_FILES:
+                return
+            yield os.path.join(folder, name)
 
 
 def project_fingerprint(root: str) -> str:
     """A hash of the path, size and modification time of the files under ``root`` a whole-project
-    read may look at (:data:`_PROJECT_SUFFIXES`; hidden and build folders left out, as the reads leave
-    them). Worked out once per run and root (:func:`forget_projects` starts a run)."""
+    read may look at (:data:`_PROJECT_SUFFIXES`, as :func:`walk_project` finds them). Worked out once
+    per run and root (:func:`forget_projects` starts a run)."""
     found = _FINGERPRINTS.get(root)
     if found is None:
         h = hashlib.blake2b(digest_size=16)
-        seen = 0
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in NOT_PROJECT_FOLDERS and "venv" not in d)
-            for name in sorted(files):
-                if not name.endswith(_PROJECT_SUFFIXES):
-                    continue
-                seen += 1
-                if seen > _MAX_FINGERPRINTED:
-                    break
-                full = os.path.join(folder, name)
-                try:
-                    st = os.stat(full)
-                except OSError:
-                    continue
-                h.update(f"{os.path.relpath(full, root)}\0{st.st_size}\0{st.st_mtime_ns}\n"
-                         .encode("utf-8", "surrogateescape"))
+        for full in walk_project(root, _PROJECT_SUFFIXES):
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            h.update(f"{os.path.relpath(full, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
         found = _FINGERPRINTS[root] = h.hexdigest()
     return found
 

@@ -2,7 +2,7 @@
 
 A project's root is the nearest folder up with a ``pyproject.toml``, ``setup.py``, ``setup.cfg``
 or ``.git``. Its files are read in a fixed order, skipping hidden folders, virtual environments and
-build output, at most ``MAX_FILES`` of them and none above ``MAX_BYTES``: what
+build output, at most ``MAX_PROJECT_FILES`` of them and none above ``MAX_BYTES``: what
 :mod:`.native_neuron` (does the project already reach Trainium natively?) and :mod:`.mocked`
 (which ``torch.cuda`` functions do its tests replace?) read, once per process each.
 
@@ -18,11 +18,10 @@ import os
 import re
 from typing import Any, Callable, Iterator
 
-from ..engine.project_facts import NOT_PROJECT_FOLDERS, project_read
+from ..engine.project_facts import project_read, walk_project
 
 #: What marks a project's own root (or the repository's): nothing above it decides for it.
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
-MAX_FILES = 20_000  # a bound on the scan of a huge tree
 MAX_BYTES = 2 * 1024 * 1024  # files larger than this are not read
 
 
@@ -83,25 +82,15 @@ def project_files(root: str, suffixes: tuple[str, ...], wanted: Callable[[tuple[
                   ) -> Iterator[tuple[str, bytes]]:
     """``(path, bytes)`` of the files under ``root`` whose names end in one of ``suffixes``, as
     :func:`python_files` reads them."""
-    seen = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in NOT_PROJECT_FOLDERS and "venv" not in d)
-        parts = tuple(os.path.relpath(folder, root).split(os.sep))
-        for name in sorted(files):
-            if not name.endswith(suffixes) or (wanted is not None and not wanted(parts, name)):
+    for full in walk_project(root, suffixes, wanted):
+        try:
+            if os.path.getsize(full) > MAX_BYTES:
                 continue
-            seen += 1
-            if seen > MAX_FILES:
-                return
-            full = os.path.join(folder, name)
-            try:
-                if os.path.getsize(full) > MAX_BYTES:
-                    continue
-                with open(full, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                continue
-            yield full, data
+            with open(full, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        yield full, data
 
 
 def per_file_version(missing: Any) -> Callable:
