@@ -190,6 +190,10 @@ def measure(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, 
     if proc.returncode not in (0, 1, 2):  # linters exit 1 on findings, 2 on unparsable files
         err.seek(0)
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.read().decode(errors='replace')[-2000:]}")
+    if proc.returncode == 2:  # said, so a run that stopped early is not taken for a fast one
+        err.seek(0)
+        print(f"  exit 2 after {elapsed:.2f} s: {' '.join(cmd[-4:])}: {err.read().decode(errors='replace')[-300:]!r}",
+              flush=True)
     err.close()
     return elapsed, peak, usage.ru_utime + usage.ru_stime
 
