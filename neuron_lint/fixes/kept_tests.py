@@ -62,7 +62,8 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
                 if scope is not None:
                     wrapping.append((*scope, f.line, area[5]))
     areas += _tensor_type_tests(ctx)
-    if not areas:
+    kept_calls = _kept_cuda_calls(ctx, findings, nodes)
+    if not areas and not kept_calls:
         return findings
     def held(f, spans):
         return next((s for s in spans if _within(f, s)), None)
@@ -71,6 +72,7 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
     for f, node in zip(findings, nodes):
         inside = f.fix is not None and f.code.startswith("NRN2") and next((a for a in areas if _within(f, a)), None)
         stored = f.fix is not None and not inside and _stored_for(ctx, f, node, areas)
+        argument = f.fix is not None and f.code.startswith("NRN2") and held(f, kept_calls)
         beside = f.fix is not None and not inside and f.code in _PLACING and held(f, scopes)
         group = f.fix is not None and not inside and not beside and _sets_up_group(f) and held(f, wrapping)
         if inside:
@@ -78,6 +80,11 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
                 f"not rewritten: it runs only where `{inside[5]}` (line {inside[4]}) holds, and that test stays as it "
                 "is: rewritten alone, it would change nothing on CUDA and never run on Trainium. Port the test and "
                 "this code together"))
+        elif argument:
+            f = replace(f, fix=None, fix_note=(
+                f"not rewritten: it is an argument of `{argument[5]}` (line {argument[4]}), which has no "
+                "device-agnostic form and stays: rewritten alone, it changes nothing on CUDA, and on Trainium "
+                "that call still fails. Port the call and its arguments together"))
         elif stored:
             area, name = stored
             f = replace(f, fix=None, fix_note=(
@@ -94,6 +101,23 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
                 "wrapped in DistributedDataParallel; with the process group set up for the accelerator alone, "
                 "Trainium's ranks would each train a copy of their own, unwrapped. Port them together"))
         out.append(f)
+    return out
+
+
+def _kept_cuda_calls(ctx, findings: list, nodes: list) -> list[tuple]:
+    """The argument areas of the CUDA calls that stay for want of a device-agnostic form (NRN204):
+    Metric3D's ``torch.cuda.get_device_properties(torch.cuda.current_device()).major`` (read set
+    116), whose inner call, rewritten alone, would never reach Trainium."""
+    out = []
+    for f, node in zip(findings, nodes):
+        if f.code != "NRN204" or f.fix is not None or node is None:
+            continue
+        call = ctx.parent(node)
+        if not (isinstance(call, ast.Call) and call.func is node and (call.args or call.keywords)):
+            continue
+        spans = [ctx.span(a) for a in (*call.args, *(k.value for k in call.keywords))]
+        first, last = min(spans), max(spans, key=lambda s: (s[2], s[3]))
+        out.append((first[0], first[1], last[2], last[3], f.line, ctx.segment(node)[:60]))
     return out
 
 

@@ -212,8 +212,12 @@ def _tied_placements(current: str, path: str, dropped: list[Finding], applied: l
         return {}
     import ast
 
-    functions = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(parse(current, path))
+    tree = parse(current, path)
+    # a function, or a script's `if __name__ == "__main__":` block (Metric3D's loss self-tests: one
+    # tensor of two moved, set 116)
+    functions = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions += [(n.lineno, n.end_lineno or n.lineno) for n in _main_blocks(tree)]
 
     def innermost(line: int):
         around = [span for span in functions if span[0] <= line <= span[1]]
@@ -236,6 +240,15 @@ def _tied_placements(current: str, path: str, dropped: list[Finding], applied: l
         out.update({id(f): (lines[f.line - 1].strip(), (held[innermost(f.line)], kind))
                     for f in moved if innermost(f.line) in held and (kind != "memory" or with_them(f, innermost(f.line)))})
     return out
+
+
+def _main_blocks(tree) -> list:
+    """The module's ``if __name__ == "__main__":`` statements."""
+    import ast
+
+    return [n for n in tree.body if isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
+            and isinstance(n.test.left, ast.Name) and n.test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in n.test.comparators)]
 
 
 #: The longest function (in lines) taken as made for a measurement whole.
@@ -399,9 +412,9 @@ def too_long_note(limit: int, tied_to: tuple[int, str] | None = None) -> str:
                 f"{limit} characters, and a peak read on one device while reset on another measures nothing; "
                 "rewrite them together by hand")
     if tied_to is not None:
-        return (f"not rewritten: a device placement of the same function (line {tied_to[0]}) would grow past "
-                f"{limit} characters, and a function half moved to the accelerator mixes devices; rewrite "
-                "them together by hand")
+        return (f"not rewritten: a device placement of the same function or `__main__` block (line {tied_to[0]}) "
+                f"would grow past {limit} characters, and code half moved to the accelerator mixes devices; "
+                "rewrite them together by hand")
     return f"not rewritten: the line would grow past {limit} characters (the project's line length); rewrite it by hand"
 
 
