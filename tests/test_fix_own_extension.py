@@ -419,3 +419,37 @@ def test_a_package_choosing_its_device_with_a_cuda_only_select_device_keeps_its_
     forget_project_reads()
     assert "torch.accelerator.device_count()" in fix_text(trainer, path, SETTINGS).text
 
+
+
+RENDERER = '''import torch
+from diff_rast import Rasterizer
+
+
+def render(points):
+    screen = torch.zeros_like(points, requires_grad=True, device="cuda")
+    return Rasterizer()(points, screen)
+'''
+
+
+def _cuda_only_package(tmp_path, builds: str):
+    from conftest import write_project
+
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import " + builds
+             + "\n\nsetup(name='diff_rast', ext_modules=[" + builds.split(",")[0] + "('diff_rast._C', ['r.cu'])])\n")
+    return write_project(tmp_path, {"submodules/diff-rast/setup.py": setup,
+                                    "submodules/diff-rast/diff_rast/__init__.py": "from ._C import Rasterizer\n",
+                                    "renderer.py": RENDERER}) / "renderer.py"
+
+
+def test_what_imports_from_a_package_the_project_builds_for_cuda_alone_keeps_its_placements(tmp_path):
+    # mip-splatting's render(): its screen-space points go only into diff_gaussian_rasterization, a
+    # package its own setup.py builds with CUDAExtension alone (read set 116)
+    renderer = _cuda_only_package(tmp_path, "CUDAExtension, BuildExtension")
+    [finding] = check_source(RENDERER, str(renderer), Settings(select=("NRN202",)))
+    assert finding.fix is None and "a package the project builds for CUDA alone" in finding.fix_note
+
+
+def test_a_package_with_a_cpu_build_too_is_no_cuda_only_package(tmp_path):
+    renderer = _cuda_only_package(tmp_path, "CppExtension, CUDAExtension")
+    [finding] = check_source(RENDERER, str(renderer), Settings(select=("NRN202",)))
+    assert "a package the project builds for CUDA alone" not in (finding.fix_note or "")

@@ -105,8 +105,11 @@ def dotted(node) -> list[str]:
 
 
 def extension_names(ctx) -> set[str]:
-    """Names bound to a compiled extension: ``torch.utils.cpp_extension.load(...)``, or a project's
-    own loader named so (mmcv's ``ext_module = ext_loader.load_ext('_ext', [...])``)."""
+    """Names bound to a compiled extension: ``torch.utils.cpp_extension.load(...)``, a project's own
+    loader named so (mmcv's ``ext_module = ext_loader.load_ext('_ext', [...])``), or a top-level import
+    from a package the project builds for CUDA alone (:func:`.own_extension.cuda_only_packages`)."""
+    from .own_extension import cuda_only_packages
+
     found = ctx.__dict__.get("_nrn208_ext")
     if found is None:
         found = set()
@@ -115,6 +118,16 @@ def extension_names(ctx) -> set[str]:
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and (
                     ctx.qualname(n.value.func) in _EXTENSION_LOADERS or dotted(n.value.func)[-1:] == ["load_ext"]):
                 found.update(t.id for t in n.targets if isinstance(t, ast.Name))
+        # and what the module imports from a package the project builds for CUDA alone
+        packages = cuda_only_packages(ctx.path) if "import" in ctx.text else frozenset()
+        for stmt in ctx.tree.body if packages else ():
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and not getattr(stmt, "level", 0) and any(
+                    (getattr(stmt, "module", None) or a.name).split(".")[0] in packages for a in stmt.names):
+                for a in stmt.names:
+                    bound = (a.asname or a.name).split(".")[0]
+                    found.add(bound)
+                    ctx.__dict__.setdefault("_nrn_cuda_package", {})[bound] = (
+                        getattr(stmt, "module", None) or a.name).split(".")[0]
         ctx.__dict__["_nrn208_ext"] = found
     return found
 

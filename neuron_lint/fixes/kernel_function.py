@@ -67,7 +67,9 @@ def extension_call(ctx, call: ast.Call) -> str:
     if not written or written[0] in _NOT_EXTENSIONS or (ctx.qualname(func) or "").split(".")[0] == "torch":
         return ""  # (torch's own `from torch.backends.cuda import sdp_kernel` is another rule's finding)
     if written[0] in extension_names(ctx):
-        return f"`{'.'.join(written)}`, a compiled extension"
+        package = ctx.__dict__.get("_nrn_cuda_package", {}).get(written[0])
+        return (f"`{'.'.join(written)}` of `{package}`, a package the project builds for CUDA alone" if package
+                else f"`{'.'.join(written)}`, a compiled extension")
     if _launches_with_cpm_kernels(ctx) and ((len(written) > 1 and "kernel" in written[0].lower()) or any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "data_ptr"
             for a in call.args for n in ast.walk(a))):

@@ -16,6 +16,7 @@ accelerator and into those operators. Read once per project.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 
@@ -161,6 +162,25 @@ def _installed_subprojects(root: str) -> tuple[tuple[str, frozenset[str]], ...]:
             shown = os.path.relpath(os.path.join(folder, "setup.py"), root).replace(os.sep, "/")
             found.append((f"`{_BUILDS.search(data).group(1).decode()}` in {shown}", users))
     return tuple(found)
+
+
+def cuda_only_packages(path: str) -> frozenset[str]:
+    """The packages of the project around ``path`` that a ``setup.py`` of their own folder builds with
+    ``CUDAExtension`` and no ``CppExtension`` (mip-splatting's ``diff_gaussian_rasterization``, read set
+    116): what they run takes CUDA tensors only."""
+    root = project_root(path) if path and os.path.isfile(path) else None
+    return _cuda_only_packages(root) if root else frozenset()
+
+
+@project_memo(64)
+def _cuda_only_packages(root: str) -> frozenset[str]:
+    found = set()
+    for folder, data in _setups(root):
+        if b"CUDAExtension" not in data or b"CppExtension" in data or _vendors_cuda_library(folder):
+            continue
+        with contextlib.suppress(OSError):
+            found.update(d for d in os.listdir(folder) if d.isidentifier() and os.path.isfile(os.path.join(folder, d, "__init__.py")))
+    return frozenset(found)
 
 
 def _top_folder(file: str, root: str) -> str:
