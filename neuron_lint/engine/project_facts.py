@@ -42,7 +42,7 @@ def _provides(root: str, name: str) -> bool:
 @contextmanager
 def recorded_lookups() -> Iterator[list[tuple]]:
     """Collect the questions asked of the disk inside the block: ``(file, package, answer)`` and
-    ``(project root, fingerprint)``.
+    ``(project root,)`` (:func:`settled` gives it its fingerprint).
 
     A cached result stays valid only while the same questions get the same answers (see runner).
     """
@@ -74,12 +74,16 @@ def is_local_package(path: str, top: str) -> bool:
 
 def project_read(root: str) -> None:
     """Record that what is being worked out reads the project at ``root`` as a whole: a cached result
-    holds only while the project's files stay as they were (:func:`project_fingerprint`)."""
-    if _recording:
-        fingerprint = project_fingerprint(root)
-        for lookups in _recording:
-            if (root, fingerprint) not in lookups:
-                lookups.append((root, fingerprint))
+    holds only while the project's files stay as they were. Recorded as ``(root,)``, given its
+    fingerprint by :func:`settled` when the result is stored (nothing is worked out without a cache)."""
+    for lookups in _recording:
+        if (root,) not in lookups:
+            lookups.append((root,))
+
+
+def settled(lookups: list[tuple]) -> list[tuple]:
+    """``lookups`` as a cache entry keeps them: each project read, ``(root,)``, with its fingerprint."""
+    return [(asked[0], project_fingerprint(asked[0])) if len(asked) == 1 else asked for asked in lookups]
 
 
 #: The files whose changes make a project read as a whole read differently: its sources, the YAML

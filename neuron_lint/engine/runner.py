@@ -121,7 +121,7 @@ def _check_one(item: tuple) -> tuple[int, CheckResult]:
         except OSError:
             unchanged = False
         if unchanged:  # a manifest is read again by its checker: only while the file stays as it was
-            cache.put(key, result, looked_up)
+            cache.put(key, result, project_facts.settled(looked_up))
     return order, result
 
 
