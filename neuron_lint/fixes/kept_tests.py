@@ -71,7 +71,7 @@ def keep_decided(ctx, findings: list, nodes: list, walked_only: set) -> list:
     out = []
     for f, node in zip(findings, nodes):
         inside = f.fix is not None and f.code.startswith("NRN2") and next((a for a in areas if _within(f, a)), None)
-        stored = f.fix is not None and not inside and _stored_for(ctx, f, node, areas)
+        stored = f.fix is not None and not inside and areas and _stored_for(ctx, f, node, areas)
         argument = f.fix is not None and f.code.startswith("NRN2") and held(f, kept_calls)
         beside = f.fix is not None and not inside and f.code in _PLACING and held(f, scopes)
         group = f.fix is not None and not inside and not beside and _sets_up_group(f) and held(f, wrapping)
@@ -122,8 +122,8 @@ def _kept_cuda_calls(ctx, findings: list, nodes: list) -> list[tuple]:
 
 
 def _stored_for(ctx, f, node, areas: list) -> tuple | None:
-    """``(area, name)``: the area of a kept test where the device string at ``node``, stored in a name by a statement of
-    its own, is read, when it is read nowhere else: seed-vc's ``cuda_target = f"cuda:{args.gpu}" if
+    """``(area, name)``: the area of a kept test where the device string at ``node``, stored in a name
+    by a statement of its own, is read, when it is read nowhere else: seed-vc's ``cuda_target = f"cuda:{args.gpu}" if
     args.gpu else "cuda"`` before ``if torch.cuda.is_available(): device = torch.device(cuda_target)``,
     kept for the project's CUDA operators (read set 115). Rewritten alone, the name would never reach
     Trainium."""
