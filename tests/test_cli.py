@@ -168,6 +168,7 @@ def test_a_ctrl_c_lost_in_a_weakref_callback_is_delivered_again(monkeypatch):
     cannot propagate: Python prints it with a traceback and goes on. The command line's hook prints
     nothing and interrupts the run again from outside the callback (a `fix` run stopped with Ctrl-C
     printed a traceback, and could have gone on)."""
+    import signal
     import sys
     import time
     import weakref
@@ -175,6 +176,9 @@ def test_a_ctrl_c_lost_in_a_weakref_callback_is_delivered_again(monkeypatch):
     from neuron_lint.cli.commands import _interrupt_again
 
     monkeypatch.setattr(sys, "unraisablehook", _interrupt_again)
+    # Python's own Ctrl-C handler, as a terminal's run has it: a run started in the background
+    # (`cmd &`, nohup) ignores SIGINT, and then nothing, not even interrupt_main, raises it
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     class Thing:
         pass
@@ -184,9 +188,12 @@ def test_a_ctrl_c_lost_in_a_weakref_callback_is_delivered_again(monkeypatch):
 
     thing = Thing()
     ref = weakref.ref(thing, callback)  # noqa: F841  (kept alive so that its callback runs)
-    with pytest.raises(KeyboardInterrupt):
-        del thing
-        time.sleep(2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            del thing
+            time.sleep(2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 _BROKEN_ANALYSIS = """
