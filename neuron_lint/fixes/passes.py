@@ -212,12 +212,14 @@ def _tied_placements(current: str, path: str, dropped: list[Finding], applied: l
         return {}
     import ast
 
+    from .module_kind import is_main_guard
+
     tree = parse(current, path)
     # a function, or a script's `if __name__ == "__main__":` block (Metric3D's loss self-tests: one
     # tensor of two moved, set 116)
     functions = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    functions += [(n.lineno, n.end_lineno or n.lineno) for n in _main_blocks(tree)]
+    functions += [(n.lineno, n.end_lineno or n.lineno) for n in tree.body if is_main_guard(n)]
 
     def innermost(line: int):
         around = [span for span in functions if span[0] <= line <= span[1]]
@@ -240,15 +242,6 @@ def _tied_placements(current: str, path: str, dropped: list[Finding], applied: l
         out.update({id(f): (lines[f.line - 1].strip(), (held[innermost(f.line)], kind))
                     for f in moved if innermost(f.line) in held and (kind != "memory" or with_them(f, innermost(f.line)))})
     return out
-
-
-def _main_blocks(tree) -> list:
-    """The module's ``if __name__ == "__main__":`` statements."""
-    import ast
-
-    return [n for n in tree.body if isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
-            and isinstance(n.test.left, ast.Name) and n.test.left.id == "__name__"
-            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in n.test.comparators)]
 
 
 #: The longest function (in lines) taken as made for a measurement whole.
